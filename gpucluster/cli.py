@@ -1,0 +1,107 @@
+"""The `gpucluster` command line: validate, show, render, schema (and `lab`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from gpucluster.cluster import Cluster, load_cluster
+from gpucluster.errors import InventoryError
+from gpucluster.model import ClusterFile
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="Declarative GPU clusters: Slurm and Kubernetes from one inventory.")
+out = Console()
+err = Console(stderr=True)
+
+InventoryArg = Annotated[Path, typer.Argument(help="Inventory directory (hosts.yml + group_vars/all/cluster.yml).")]
+
+
+def _load(inventory: Path) -> Cluster:
+    return load_cluster(inventory)
+
+
+@app.command()
+def validate(inventory: InventoryArg) -> None:
+    """Check the inventory; exit 0 if it is valid, 2 with every problem listed if not."""
+    cluster = _load(inventory)
+    out.print(f"{inventory}: valid ({len(cluster.hosts)} nodes, {cluster.total_gpus} GPUs, "
+              f"{len(cluster.spec.partitions)} partitions, {len(cluster.spec.tenants)} tenants)")
+
+
+@app.command()
+def show(inventory: InventoryArg) -> None:
+    """Tables of node types, partitions, fabric and tenants."""
+    from gpucluster.show import show as show_cluster
+
+    show_cluster(_load(inventory), out)
+
+
+@app.command()
+def render(
+    inventory: InventoryArg,
+    out_dir: Annotated[Path, typer.Option("--out", "-o", help="Output directory.")] = Path("build"),
+    only: Annotated[list[str] | None, typer.Option("--only", help="Render only these parts (e.g. slurm).")] = None,
+) -> None:
+    """Write the generated files (slurm/, and the other layers the inventory enables)."""
+    from gpucluster.render import render_files, write_tree
+
+    files = render_files(_load(inventory), only=only)
+    written = write_tree(files, out_dir)
+    out.print(f"{len(files)} files in {out_dir} ({len(written)} changed)")
+    for path in written:
+        out.print(f"  wrote {path}")
+
+
+@app.command()
+def schema() -> None:
+    """Print the JSON Schema of the cluster file (for editor completion)."""
+    doc = ClusterFile.model_json_schema()
+    doc["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    doc["title"] = "gpucluster inventory: group_vars/all/cluster.yml"
+    sys.stdout.write(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+
+
+def _register_subcommands() -> None:
+    try:
+        from gpucluster.lab.cli import lab_app
+    except ImportError:
+        return
+    app.add_typer(lab_app, name="lab", help="Local lab: a real Slurm cluster in podman containers.")
+
+
+_register_subcommands()
+
+
+def main() -> None:
+    try:
+        app(standalone_mode=False)
+    except InventoryError as exc:
+        for problem in exc.problems:
+            err.print(str(problem), markup=False, highlight=False, soft_wrap=True)
+        err.print(f"{len(exc.problems)} problem(s) found", style="bold red")
+        sys.exit(2)
+    except (typer.Abort, KeyboardInterrupt):
+        err.print("aborted")
+        sys.exit(130)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except Exception as exc:  # noqa: BLE001 - the CLI never shows a traceback unless asked
+        # Usage errors (typer ships its own click): let them print themselves.
+        if hasattr(exc, "show") and isinstance(getattr(exc, "exit_code", None), int):
+            if type(exc).__name__ != "NoArgsIsHelpError":
+                exc.show()
+            sys.exit(exc.exit_code)
+        if os.environ.get("GPUCLUSTER_DEBUG"):
+            raise
+        err.print(f"error: {type(exc).__name__}: {exc} (set GPUCLUSTER_DEBUG=1 for a traceback)", markup=False)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

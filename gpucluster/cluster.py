@@ -1,0 +1,412 @@
+"""Load an inventory into a validated, resolved cluster: the one model every renderer reads.
+
+`load_cluster` collects every problem before failing, so a user fixes them in one pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import hostlist
+from pydantic import ValidationError
+
+from gpucluster.errors import InventoryError, Problem, format_path
+from gpucluster.inventory import Inventory, load_inventory
+from gpucluster.model import ClusterFile, ClusterSpec, NodeType, Tenant
+from gpucluster.yamlfile import LoadedYaml
+
+MIN_SLURM = (22, 5)
+BLOCK_TOPOLOGY_SINCE = (23, 11)
+TOPOLOGY_YAML_SINCE = (25, 5)
+
+
+@dataclass(frozen=True)
+class Switch:
+    name: str
+    switches: tuple[str, ...]
+    nodes: tuple[str, ...]
+
+
+@dataclass
+class Cluster:
+    """The inventory resolved to hosts: what each renderer needs, computed once."""
+
+    spec: ClusterSpec
+    source: str
+    inventory: Inventory
+    node_type_of: dict[str, str] = field(default_factory=dict)
+    hosts_by_type: dict[str, list[str]] = field(default_factory=dict)
+    partitions: dict[str, list[str]] = field(default_factory=dict)
+    switches: list[Switch] = field(default_factory=list)
+    switch_path: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    blocks: dict[str, list[str]] = field(default_factory=dict)
+    block_of: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def hosts(self) -> list[str]:
+        """Compute hosts, naturally sorted."""
+        return sort_hosts(self.node_type_of)
+
+    def node_type(self, host: str) -> NodeType:
+        return self.spec.node_types[self.node_type_of[host]]
+
+    @property
+    def total_gpus(self) -> int:
+        return sum(
+            len(hosts) * (self.spec.node_types[t].gpus.count if self.spec.node_types[t].gpus else 0)  # type: ignore[union-attr]
+            for t, hosts in self.hosts_by_type.items()
+        )
+
+    @property
+    def version(self) -> tuple[int, int]:
+        return self.spec.slurm.version_tuple
+
+    @property
+    def tenants_by_name(self) -> dict[str, Tenant]:
+        return {t.name: t for t in self.spec.tenants}
+
+
+def sort_hosts(hosts: Iterable[str]) -> list[str]:
+    """Natural order (gpu2 before gpu10), as Slurm lists hosts."""
+    return list(hostlist.numerically_sorted(list(hosts)))
+
+
+class _Checker:
+    """Cross-reference checks over a parsed spec; collects problems instead of stopping."""
+
+    def __init__(self, inv: Inventory, spec: ClusterSpec) -> None:
+        self.inv = inv
+        self.spec = spec
+        self.file: LoadedYaml = inv.cluster_file
+        self.problems: list[Problem] = []
+        self.cluster = Cluster(spec=spec, source=inv.display_root, inventory=inv)
+        self.group_names = set(inv.groups)
+
+    def fail(self, parts: Iterable[str | int], message: str) -> None:
+        self.problems.append(self.file.problem(format_path(["cluster", *parts]), message))
+
+    def hosts_of(self, name: str, parts: list[str | int]) -> list[str] | None:
+        """Hosts named by an inventory group or host name, or a problem."""
+        if name in self.group_names:
+            members = self.inv.members(name)
+            if not members:
+                self.fail(parts, f"group `{name}` has no hosts")
+            return members
+        if name in self.inv.hostvars:
+            return [name]
+        self.fail(parts, f"`{name}` is not a host or group of {self.inv.hosts_file.file}")
+        return None
+
+    def run(self) -> Cluster:
+        self.check_version()
+        self.resolve_nodes()
+        self.check_hosts()
+        self.resolve_partitions()
+        self.resolve_tree()
+        self.resolve_blocks()
+        self.check_qos()
+        self.check_tenants()
+        if self.problems:
+            raise InventoryError(self.problems)
+        return self.cluster
+
+    def check_version(self) -> None:
+        if self.spec.slurm.version_tuple < MIN_SLURM:
+            self.fail(["slurm", "version"], f"Slurm {self.spec.slurm.version} is older than the oldest supported, 22.05")
+        plugins = self.spec.slurm.task_plugins
+        if "none" in plugins and len(plugins) > 1:
+            self.fail(["slurm", "task_plugins"], "`none` cannot be combined with other task plugins")
+
+    def resolve_nodes(self) -> None:
+        cluster = self.cluster
+        entry_of: dict[str, int] = {}
+        for index, entry in enumerate(self.spec.nodes):
+            node_type = self.spec.node_types.get(entry.type)
+            if node_type is None:
+                known = ", ".join(sorted(self.spec.node_types))
+                self.fail(["nodes", index, "type"], f"unknown node type `{entry.type}` (known: {known})")
+                continue
+            hosts = self.hosts_of(entry.group, ["nodes", index, "group"]) or []
+            for host in hosts:
+                if host in cluster.node_type_of:
+                    first = entry_of[host]
+                    self.fail(
+                        ["nodes", index, "group"],
+                        f"host `{host}` already has node type `{cluster.node_type_of[host]}` from cluster.nodes[{first}]",
+                    )
+                    continue
+                cluster.node_type_of[host] = entry.type
+                entry_of[host] = index
+        for type_name, node_type in self.spec.node_types.items():
+            self.check_gpus(type_name, node_type)
+        for host in sort_hosts(cluster.node_type_of):
+            cluster.hosts_by_type.setdefault(cluster.node_type_of[host], []).append(host)
+
+    def check_gpus(self, type_name: str, node_type: NodeType) -> None:
+        gpus = node_type.gpus
+        if gpus is None:
+            return
+        parts: list[str | int] = ["node_types", type_name, "gpus"]
+        if gpus.autodetect == "off" and not gpus.devices:
+            self.fail([*parts, "devices"], "device files are required unless autodetect is nvml")
+            return
+        if gpus.devices:
+            try:
+                devices = hostlist.expand_hostlist(gpus.devices)
+            except hostlist.BadHostlist as exc:
+                self.fail([*parts, "devices"], f"not a valid device list: {exc}")
+                return
+            if len(devices) != gpus.count:
+                self.fail(
+                    [*parts, "devices"],
+                    f"{gpus.devices} names {len(devices)} device(s) but count is {gpus.count}",
+                )
+
+    def check_hosts(self) -> None:
+        slurm = self.spec.slurm
+        for index, host in enumerate(slurm.controller):
+            if host not in self.inv.hostvars:
+                self.fail(["slurm", "controller", index], f"controller `{host}` is not a host of {self.inv.hosts_file.file}")
+        if len(set(slurm.controller)) != len(slurm.controller):
+            self.fail(["slurm", "controller"], "a controller is listed twice")
+        if slurm.accounting and slurm.accounting.host not in self.inv.hostvars:
+            self.fail(
+                ["slurm", "accounting", "host"],
+                f"accounting host `{slurm.accounting.host}` is not a host of {self.inv.hosts_file.file}",
+            )
+
+    def resolve_partitions(self) -> None:
+        cluster = self.cluster
+        seen_default = False
+        tenants = {t.name for t in self.spec.tenants}
+        for index, part in enumerate(self.spec.partitions):
+            if part.name in cluster.partitions:
+                self.fail(["partitions", index, "name"], f"partition `{part.name}` is defined twice")
+                continue
+            if part.default:
+                if seen_default:
+                    self.fail(["partitions", index, "default"], "more than one partition is the default")
+                seen_default = True
+            members: dict[str, None] = {}
+            for n, name in enumerate(part.nodes):
+                for host in self.hosts_of(name, ["partitions", index, "nodes", n]) or []:
+                    if host not in cluster.node_type_of:
+                        self.fail(
+                            ["partitions", index, "nodes", n],
+                            f"host `{host}` has no node type (add its group to cluster.nodes)",
+                        )
+                        break
+                    members.setdefault(host, None)
+            for n, tenant in enumerate(part.tenants):
+                if tenant not in tenants:
+                    self.fail(["partitions", index, "tenants", n], f"unknown tenant `{tenant}`")
+            cluster.partitions[part.name] = sort_hosts(members)
+        in_partition = {h for hosts in cluster.partitions.values() for h in hosts}
+        orphans = [h for h in cluster.node_type_of if h not in in_partition]
+        if orphans:
+            self.fail(["partitions"], f"host(s) in no partition: {hostlist.collect_hostlist(orphans)}")
+
+    def resolve_tree(self) -> None:
+        tree = self.spec.fabric.tree
+        if not tree:
+            return
+        cluster = self.cluster
+        parents: dict[str, str] = {}
+        leaf_of: dict[str, str] = {}
+        switches: dict[str, Switch] = {}
+        for switch, children in tree.items():
+            parts: list[str | int] = ["fabric", "tree", switch]
+            if switch in self.group_names or switch in self.inv.hostvars:
+                self.fail(parts, f"switch `{switch}` has the name of an inventory host or group")
+            child_switches: list[str] = []
+            nodes: dict[str, None] = {}
+            for n, child in enumerate(children):
+                if child in tree:
+                    if child in parents:
+                        self.fail([*parts, n], f"switch `{child}` is already a child of `{parents[child]}`")
+                    parents[child] = switch
+                    child_switches.append(child)
+                    continue
+                for host in self.hosts_of(child, [*parts, n]) or []:
+                    if host not in cluster.node_type_of:
+                        self.fail([*parts, n], f"host `{host}` has no node type (add its group to cluster.nodes)")
+                        break
+                    if host in leaf_of and leaf_of[host] != switch:
+                        self.fail([*parts, n], f"host `{host}` is already under leaf switch `{leaf_of[host]}`")
+                        continue
+                    leaf_of[host] = switch
+                    nodes.setdefault(host, None)
+            if child_switches and nodes:
+                self.fail(parts, "a switch has either child switches or hosts, not both")
+            if not child_switches and not nodes and children:
+                continue
+            if not children:
+                self.fail(parts, "switch has no children")
+            switches[switch] = Switch(switch, tuple(sorted(child_switches)), tuple(sort_hosts(nodes)))
+        # Walk up from every switch; a revisit means a cycle.
+        for start in tree:
+            trail = [start]
+            current = start
+            while current in parents:
+                current = parents[current]
+                if current in trail:
+                    cycle = " -> ".join([*reversed(trail[trail.index(current):]), current])
+                    self.fail(["fabric", "tree", start], f"switch tree has a cycle: {cycle}")
+                    return
+                trail.append(current)
+        missing = [h for h in cluster.node_type_of if h not in leaf_of]
+        if missing:
+            self.fail(["fabric", "tree"], f"host(s) under no leaf switch: {hostlist.collect_hostlist(missing)}")
+        cluster.switches = [switches[name] for name in sorted(switches)]
+        for host, leaf in leaf_of.items():
+            path = [leaf]
+            while path[-1] in parents:
+                path.append(parents[path[-1]])
+            cluster.switch_path[host] = tuple(reversed(path))
+
+    def resolve_blocks(self) -> None:
+        fabric = self.spec.fabric
+        cluster = self.cluster
+        if fabric.blocks and self.spec.slurm.version_tuple < BLOCK_TOPOLOGY_SINCE:
+            self.fail(
+                ["fabric", "blocks"],
+                f"NVLink blocks need topology/block, which Slurm {self.spec.slurm.version} lacks (needs >= 23.11)",
+            )
+        if fabric.block_sizes and not fabric.blocks:
+            self.fail(["fabric", "block_sizes"], "block_sizes given but no blocks are defined")
+        if fabric.default == "block" and not fabric.blocks:
+            self.fail(["fabric", "default"], "default topology is `block` but no blocks are defined")
+        if fabric.default == "tree" and not fabric.tree:
+            self.fail(["fabric", "default"], "default topology is `tree` but no switch tree is defined")
+        for block, names in fabric.blocks.items():
+            parts: list[str | int] = ["fabric", "blocks", block]
+            members: dict[str, None] = {}
+            for n, name in enumerate(names):
+                for host in self.hosts_of(name, [*parts, n]) or []:
+                    if host not in cluster.node_type_of:
+                        self.fail([*parts, n], f"host `{host}` has no node type (add its group to cluster.nodes)")
+                        break
+                    if host in cluster.block_of and cluster.block_of[host] != block:
+                        self.fail([*parts, n], f"host `{host}` is already in block `{cluster.block_of[host]}`")
+                        continue
+                    cluster.block_of[host] = block
+                    members.setdefault(host, None)
+            cluster.blocks[block] = sort_hosts(members)
+        if fabric.blocks:
+            missing = [h for h in cluster.node_type_of if h not in cluster.block_of]
+            if missing:
+                self.fail(["fabric", "blocks"], f"host(s) in no block: {hostlist.collect_hostlist(missing)}")
+        sizes = fabric.block_sizes
+        if sizes and cluster.blocks:
+            smallest = min(len(h) for h in cluster.blocks.values())
+            if sizes[0] > smallest:
+                self.fail(["fabric", "block_sizes", 0], f"base block size {sizes[0]} exceeds the smallest block ({smallest} nodes)")
+            for i in range(1, len(sizes)):
+                ratio, rest = divmod(sizes[i], sizes[i - 1])
+                if rest or ratio < 2 or ratio & (ratio - 1):
+                    self.fail(["fabric", "block_sizes", i], f"{sizes[i]} is not a power-of-two multiple of {sizes[i - 1]}")
+
+    def check_qos(self) -> None:
+        names: set[str] = set()
+        for index, qos in enumerate(self.spec.qos):
+            if qos.name in names:
+                self.fail(["qos", index, "name"], f"QOS `{qos.name}` is defined twice")
+            names.add(qos.name)
+        for index, qos in enumerate(self.spec.qos):
+            for n, other in enumerate(qos.preempt):
+                if other not in names:
+                    self.fail(["qos", index, "preempt", n], f"unknown QOS `{other}`")
+
+    def check_tenants(self) -> None:
+        tenants = self.spec.tenants
+        by_name: dict[str, Tenant] = {}
+        index_of: dict[str, int] = {}
+        qos_names = {q.name for q in self.spec.qos}
+        users = set(self.spec.users)
+        total = self.cluster.total_gpus
+        for index, tenant in enumerate(tenants):
+            if tenant.name in by_name:
+                self.fail(["tenants", index, "name"], f"tenant `{tenant.name}` is defined twice")
+                continue
+            by_name[tenant.name] = tenant
+            index_of[tenant.name] = index
+            if tenant.effective_limit < tenant.gpu_quota:
+                self.fail(["tenants", index, "gpu_limit"], f"gpu_limit {tenant.gpu_limit} is below gpu_quota {tenant.gpu_quota}")
+            if tenant.effective_limit > total:
+                self.fail(["tenants", index, "gpu_limit"], f"gpu_limit {tenant.effective_limit} exceeds the cluster's {total} GPUs")
+            for n, user in enumerate(tenant.users):
+                if users and user not in users:
+                    self.fail(["tenants", index, "users", n], f"unknown user `{user}` (not in cluster.users)")
+            for n, qos in enumerate(tenant.qos):
+                if qos not in qos_names:
+                    self.fail(["tenants", index, "qos", n], f"unknown QOS `{qos}`")
+            if tenant.default_qos is not None:
+                if tenant.default_qos not in qos_names:
+                    self.fail(["tenants", index, "default_qos"], f"unknown QOS `{tenant.default_qos}`")
+                elif tenant.qos and tenant.default_qos not in tenant.qos:
+                    self.fail(["tenants", index, "default_qos"], f"`{tenant.default_qos}` is not in the tenant's qos list")
+        for name, tenant in by_name.items():
+            if tenant.parent is None:
+                continue
+            if tenant.parent not in by_name:
+                self.fail(["tenants", index_of[name], "parent"], f"unknown parent tenant `{tenant.parent}`")
+                continue
+            trail = [name]
+            current: str | None = tenant.parent
+            while current is not None and current in by_name:
+                if current in trail:
+                    self.fail(["tenants", index_of[name], "parent"], "tenant parents form a cycle: " + " -> ".join([*trail, current]))
+                    break
+                trail.append(current)
+                current = by_name[current].parent
+        top = [t for t in by_name.values() if t.parent is None]
+        quota = sum(t.gpu_quota for t in top)
+        if quota > total:
+            self.fail(["tenants"], f"top-level tenants' gpu_quota adds up to {quota}, more than the cluster's {total} GPUs")
+        for name, parent in by_name.items():
+            children = [t for t in by_name.values() if t.parent == name]
+            child_quota = sum(t.gpu_quota for t in children)
+            if children and child_quota > parent.gpu_quota:
+                self.fail(
+                    ["tenants", index_of[name], "gpu_quota"],
+                    f"child tenants' gpu_quota adds up to {child_quota}, more than this tenant's {parent.gpu_quota}",
+                )
+
+
+def _pydantic_problems(file: LoadedYaml, exc: ValidationError) -> list[Problem]:
+    problems = []
+    for err in exc.errors():
+        loc = [p for p in err["loc"] if not (isinstance(p, str) and (p.startswith("function-") or "[" in p))]
+        path = format_path(loc)
+        if err["type"] == "extra_forbidden":
+            message = "unknown key (check the spelling; `gpucluster schema` lists the keys)"
+        elif err["type"] == "missing":
+            message = "required key is missing"
+        else:
+            message = err["msg"].removeprefix("Value error, ")
+        problems.append(file.problem(path, message))
+    return problems
+
+
+def parse_spec(file: LoadedYaml) -> ClusterSpec:
+    """Validate the cluster file's shape (keys, types, ranges)."""
+    try:
+        return ClusterFile.model_validate(file.data).cluster
+    except ValidationError as exc:
+        raise InventoryError(_pydantic_problems(file, exc)) from None
+
+
+def build_cluster(inv: Inventory) -> Cluster:
+    spec = parse_spec(inv.cluster_file)
+    return _Checker(inv, spec).run()
+
+
+def load_cluster(directory: str | Path) -> Cluster:
+    """Inventory directory -> validated Cluster, or InventoryError listing every problem."""
+    return build_cluster(load_inventory(directory))

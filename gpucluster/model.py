@@ -1,0 +1,267 @@
+"""The cluster definition (`cluster:` in group_vars/all), as typed Pydantic models.
+
+Every field documents what it means and what changing it on a running cluster requires
+(`x-update` in the JSON Schema), in the spirit of AWS ParallelCluster's update policies.
+"""
+
+from __future__ import annotations
+
+import re
+from enum import Enum
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+NAME_RE = r"^[A-Za-z][A-Za-z0-9_.-]*$"
+SLURM_TIME_RE = re.compile(r"^(UNLIMITED|INFINITE|\d+|\d+:\d{2}(:\d{2})?|\d+-\d+(:\d{2}(:\d{2})?)?)$")
+
+
+class Update(str, Enum):
+    """What applying a change to a field needs on a live cluster."""
+
+    RENDER_ONLY = "files re-rendered; no daemon action"
+    RECONFIGURE = "scontrol reconfigure (running jobs unaffected)"
+    RESTART = "restart slurmctld and slurmd (running jobs survive; Slurm 22.05 needs this for node list changes)"
+    ACCOUNTS = "sacctmgr changes only; no daemon restart"
+    REBUILD = "cluster rebuild: drain and reinstall the affected hosts"
+    KUBERNETES = "objects re-applied to the Kubernetes API; no Slurm action"
+
+
+def spec(description: str, update: Update, **kwargs: Any) -> Any:
+    """A Field carrying its description and update policy into the JSON Schema."""
+    return Field(description=description, json_schema_extra={"x-update": update.value}, **kwargs)
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class GpuSpec(Strict):
+    model: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")] = spec(
+        "GPU type as Slurm names it in Gres (gpu:<model>:<count>), e.g. h100, gb200.", Update.RESTART
+    )
+    count: Annotated[int, Field(ge=1, le=64)] = spec("GPUs per node.", Update.RESTART)
+    devices: str | None = spec(
+        "Device files as a hostlist expression, e.g. /dev/nvidia[0-7]; must list `count` devices. "
+        "Required unless autodetect is nvml.",
+        Update.RESTART,
+        default=None,
+    )
+    autodetect: Literal["off", "nvml"] = spec(
+        "`nvml` lets slurmd discover GPUs through NVML instead of File= lines.", Update.RESTART, default="off"
+    )
+    memory_gb: Annotated[int, Field(ge=1)] | None = spec(
+        "Memory per GPU in GB (used for cloud pool checks and Kubernetes device selectors).",
+        Update.RENDER_ONLY,
+        default=None,
+    )
+
+
+class NodeType(Strict):
+    sockets: Annotated[int, Field(ge=1)] = spec("CPU sockets per node.", Update.RESTART)
+    cores_per_socket: Annotated[int, Field(ge=1)] = spec("Physical cores per socket.", Update.RESTART)
+    threads_per_core: Annotated[int, Field(ge=1, le=8)] = spec("Hardware threads per core.", Update.RESTART, default=1)
+    memory_mb: Annotated[int, Field(ge=1)] = spec("Memory Slurm may schedule (RealMemory), MiB.", Update.RESTART)
+    gpus: GpuSpec | None = spec("GPUs of this node type; omit for CPU-only nodes.", Update.RESTART, default=None)
+    features: list[Annotated[str, Field(pattern=NAME_RE)]] = spec(
+        "Slurm node features (constraints) and Kubernetes node labels.", Update.RECONFIGURE, default_factory=list
+    )
+    weight: Annotated[int, Field(ge=1)] | None = spec(
+        "Slurm scheduling weight; lower is preferred.", Update.RECONFIGURE, default=None
+    )
+    instance_type: str | None = spec(
+        "Cloud instance/machine/VM size for this node type (used by the Pulumi stacks).", Update.REBUILD, default=None
+    )
+
+    @property
+    def cpus(self) -> int:
+        return self.sockets * self.cores_per_socket * self.threads_per_core
+
+
+class NodeGroup(Strict):
+    group: str = spec("Inventory group (or host) whose hosts are of this node type.", Update.RESTART)
+    type: str = spec("Key of `node_types`.", Update.RESTART)
+
+
+class Fabric(Strict):
+    tree: dict[str, list[str]] = spec(
+        "Switch -> children. Children are switches, or inventory hosts/groups for leaf switches.",
+        Update.RECONFIGURE,
+        default_factory=dict,
+    )
+    blocks: dict[str, list[str]] = spec(
+        "NVLink domain (block) -> inventory hosts/groups. Needs Slurm >= 23.11 (topology/block).",
+        Update.RECONFIGURE,
+        default_factory=dict,
+    )
+    block_sizes: list[Annotated[int, Field(ge=1)]] = spec(
+        "Slurm BlockSizes: the base block size and larger aggregates (each a power-of-two multiple). "
+        "Default: the smallest block.",
+        Update.RECONFIGURE,
+        default_factory=list,
+    )
+    default: Literal["auto", "tree", "block"] = spec(
+        "Which topology Slurm uses by default when both a tree and blocks exist (auto: block if present).",
+        Update.RESTART,
+        default="auto",
+    )
+
+
+class Partition(Strict):
+    name: Annotated[str, Field(pattern=NAME_RE)] = spec("Partition name.", Update.RECONFIGURE)
+    nodes: list[str] = spec("Inventory hosts/groups in this partition.", Update.RESTART, min_length=1)
+    default: bool = spec("Default partition for jobs that name none.", Update.RECONFIGURE, default=False)
+    max_time: str = spec("MaxTime in Slurm time format (e.g. 7-00:00:00, UNLIMITED).", Update.RECONFIGURE, default="UNLIMITED")
+    default_time: str | None = spec("DefaultTime when a job gives none.", Update.RECONFIGURE, default=None)
+    tenants: list[str] = spec(
+        "Tenants (Slurm accounts) allowed to use the partition; empty means all.", Update.RECONFIGURE, default_factory=list
+    )
+    exclusive: bool = spec("Whole nodes per job (OverSubscribe=EXCLUSIVE).", Update.RECONFIGURE, default=False)
+    priority_tier: Annotated[int, Field(ge=0, le=65533)] | None = spec(
+        "PriorityTier of the partition.", Update.RECONFIGURE, default=None
+    )
+
+    @field_validator("max_time", "default_time")
+    @classmethod
+    def _slurm_time(cls, value: str | None) -> str | None:
+        if value is not None and not SLURM_TIME_RE.match(value):
+            raise ValueError(f"{value!r} is not a Slurm time (minutes, [D-]HH:MM:SS or UNLIMITED)")
+        return value
+
+
+class Qos(Strict):
+    name: Annotated[str, Field(pattern=NAME_RE)] = spec("QOS name.", Update.ACCOUNTS)
+    priority: Annotated[int, Field(ge=0)] = spec("QOS priority factor.", Update.ACCOUNTS, default=0)
+    max_gpus_per_user: Annotated[int, Field(ge=0)] | None = spec(
+        "MaxTRESPerUser=gres/gpu=N.", Update.ACCOUNTS, default=None
+    )
+    max_gpus_per_job: Annotated[int, Field(ge=0)] | None = spec("MaxTRESPerJob=gres/gpu=N.", Update.ACCOUNTS, default=None)
+    grp_gpus: Annotated[int, Field(ge=0)] | None = spec(
+        "GrpTRES=gres/gpu=N over all jobs using the QOS.", Update.ACCOUNTS, default=None
+    )
+    max_wall: str | None = spec("MaxWall of jobs in the QOS.", Update.ACCOUNTS, default=None)
+    preempt: list[str] = spec("QOS this one may preempt.", Update.ACCOUNTS, default_factory=list)
+
+    @field_validator("max_wall")
+    @classmethod
+    def _slurm_time(cls, value: str | None) -> str | None:
+        if value is not None and not SLURM_TIME_RE.match(value):
+            raise ValueError(f"{value!r} is not a Slurm time")
+        return value
+
+
+class Tenant(Strict):
+    name: Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]*$")] = spec(
+        "Tenant name: Slurm account, Kueue ClusterQueue, KAI queue and namespace (lowercase DNS label).",
+        Update.ACCOUNTS,
+    )
+    parent: str | None = spec("Parent tenant (Slurm parent account, Kueue cohort).", Update.ACCOUNTS, default=None)
+    fairshare: Annotated[int, Field(ge=1)] = spec(
+        "Share of the cluster (Slurm Fairshare=, Kueue fairSharing weight, KAI overQuotaWeight).", Update.ACCOUNTS
+    )
+    gpu_quota: Annotated[int, Field(ge=0)] = spec("GPUs guaranteed to the tenant.", Update.ACCOUNTS)
+    gpu_limit: Annotated[int, Field(ge=0)] | None = spec(
+        "Most GPUs the tenant may hold at once, borrowing included (Slurm GrpTRES=gres/gpu=N). Default: gpu_quota.",
+        Update.ACCOUNTS,
+        default=None,
+    )
+    users: list[Annotated[str, Field(pattern=r"^[a-z_][a-z0-9_.-]*$")]] = spec(
+        "Users of the tenant (Slurm users of the account).", Update.ACCOUNTS, default_factory=list
+    )
+    qos: list[str] = spec("QOS the tenant may use (from `qos`).", Update.ACCOUNTS, default_factory=list)
+    default_qos: str | None = spec("Default QOS of the tenant's users.", Update.ACCOUNTS, default=None)
+    namespace: str | None = spec("Kubernetes namespace; default: the tenant name.", Update.KUBERNETES, default=None)
+
+    @property
+    def effective_limit(self) -> int:
+        return self.gpu_quota if self.gpu_limit is None else self.gpu_limit
+
+
+class Accounting(Strict):
+    host: str = spec("Inventory host running slurmdbd and its MariaDB.", Update.RESTART)
+    port: Annotated[int, Field(ge=1, le=65535)] = spec("slurmdbd port.", Update.RESTART, default=6819)
+    enforce: list[Literal["associations", "limits", "qos", "safe", "nojobs", "nosteps"]] = spec(
+        "AccountingStorageEnforce.", Update.RECONFIGURE, default_factory=lambda: ["associations", "limits", "qos"]
+    )
+
+
+class Priority(Strict):
+    fairshare: Annotated[int, Field(ge=0)] = spec("PriorityWeightFairshare.", Update.RECONFIGURE, default=100000)
+    qos: Annotated[int, Field(ge=0)] = spec("PriorityWeightQOS.", Update.RECONFIGURE, default=10000)
+    age: Annotated[int, Field(ge=0)] = spec("PriorityWeightAge.", Update.RECONFIGURE, default=1000)
+    job_size: Annotated[int, Field(ge=0)] = spec("PriorityWeightJobSize.", Update.RECONFIGURE, default=0)
+    partition: Annotated[int, Field(ge=0)] = spec("PriorityWeightPartition.", Update.RECONFIGURE, default=0)
+    decay_half_life: str = spec("PriorityDecayHalfLife.", Update.RECONFIGURE, default="7-0")
+    calc_period: Annotated[int, Field(ge=1)] = spec("PriorityCalcPeriod in minutes.", Update.RECONFIGURE, default=5)
+
+
+class Cgroup(Strict):
+    constrain_cores: bool = spec("ConstrainCores.", Update.RESTART, default=True)
+    constrain_devices: bool = spec("ConstrainDevices (GPU isolation).", Update.RESTART, default=True)
+    constrain_ram_space: bool = spec("ConstrainRAMSpace.", Update.RESTART, default=True)
+
+
+class SlurmSettings(Strict):
+    version: Annotated[str, Field(pattern=r"^\d{2}\.\d{2}$")] = spec(
+        "Target Slurm release (YY.MM); decides which keys, plugins and files are emitted.", Update.REBUILD
+    )
+    controller: list[str] = spec(
+        "Inventory host(s) running slurmctld; the second and later are backups.", Update.RESTART, min_length=1
+    )
+    accounting: Accounting | None = spec("slurmdbd accounting; omit for none.", Update.RESTART, default=None)
+    priority: Priority = spec(
+        "priority/multifactor weights (used when accounting is configured).", Update.RECONFIGURE, default_factory=Priority
+    )
+    proctrack: Literal["cgroup", "linuxproc"] = spec(
+        "ProctrackType plugin (linuxproc only where cgroups are unavailable, e.g. containers).",
+        Update.RESTART,
+        default="cgroup",
+    )
+    task_plugins: list[Literal["cgroup", "affinity", "none"]] = spec(
+        "TaskPlugin list.", Update.RESTART, default_factory=lambda: ["cgroup", "affinity"]
+    )
+    config_overrides: bool = spec(
+        "SlurmdParameters=config_overrides: trust slurm.conf over detected hardware (labs, emulation).",
+        Update.RESTART,
+        default=False,
+    )
+    return_to_service: Literal[0, 1, 2] = spec("ReturnToService.", Update.RECONFIGURE, default=2)
+    cgroup: Cgroup = spec("cgroup.conf settings.", Update.RESTART, default_factory=Cgroup)
+    extra: dict[Annotated[str, Field(pattern=r"^[A-Z][A-Za-z]+$")], str | int] = spec(
+        "Further slurm.conf keys, written verbatim after the generated ones.", Update.RECONFIGURE, default_factory=dict
+    )
+
+    @field_validator("controller", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+    @property
+    def version_tuple(self) -> tuple[int, int]:
+        major, minor = self.version.split(".")
+        return int(major), int(minor)
+
+
+class ClusterSpec(Strict):
+    name: Annotated[str, Field(pattern=r"^[a-z][a-z0-9_-]{0,39}$")] = spec(
+        "Cluster name (Slurm ClusterName, resource name prefix).", Update.REBUILD
+    )
+    slurm: SlurmSettings = spec("Slurm settings.", Update.RESTART)
+    node_types: dict[Annotated[str, Field(pattern=NAME_RE)], NodeType] = spec(
+        "Hardware profiles of nodes.", Update.RESTART, min_length=1
+    )
+    nodes: list[NodeGroup] = spec("Inventory group -> node type.", Update.RESTART, min_length=1)
+    fabric: Fabric = spec("Network topology: switch tree and NVLink blocks.", Update.RECONFIGURE, default_factory=Fabric)
+    partitions: list[Partition] = spec("Slurm partitions.", Update.RESTART, min_length=1)
+    qos: list[Qos] = spec("Slurm QOS definitions.", Update.ACCOUNTS, default_factory=list)
+    users: list[Annotated[str, Field(pattern=r"^[a-z_][a-z0-9_.-]*$")]] = spec(
+        "Known users; when given, every tenant user must be listed here.", Update.ACCOUNTS, default_factory=list
+    )
+    tenants: list[Tenant] = spec("Tenants with GPU quotas and fair-share.", Update.ACCOUNTS, default_factory=list)
+
+
+class ClusterFile(Strict):
+    """The top level of the group_vars file: only `cluster` is ours; other Ansible variables pass."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+    cluster: ClusterSpec

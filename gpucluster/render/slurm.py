@@ -1,0 +1,84 @@
+"""Slurm files: slurm.conf, topology.conf or topology.yaml, gres.conf, cgroup.conf."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpucluster.cluster import TOPOLOGY_YAML_SINCE, Cluster
+from gpucluster.hostlists import compress
+from gpucluster.model import NodeType
+from gpucluster.render.templating import header, render_template
+
+
+@dataclass(frozen=True)
+class NodeLine:
+    hosts: str
+    type_name: str
+    node_type: NodeType
+
+
+def topology_kind(cluster: Cluster) -> str | None:
+    """`tree`, `block` or None: the default topology Slurm should use."""
+    fabric = cluster.spec.fabric
+    if fabric.default != "auto":
+        return fabric.default
+    if fabric.blocks:
+        return "block"
+    if fabric.tree:
+        return "tree"
+    return None
+
+
+def uses_topology_yaml(cluster: Cluster) -> bool:
+    return cluster.version >= TOPOLOGY_YAML_SINCE and topology_kind(cluster) is not None
+
+
+def block_sizes(cluster: Cluster) -> list[int]:
+    sizes = cluster.spec.fabric.block_sizes
+    if sizes:
+        return list(sizes)
+    return [min(len(hosts) for hosts in cluster.blocks.values())] if cluster.blocks else []
+
+
+def node_lines(cluster: Cluster) -> list[NodeLine]:
+    return [
+        NodeLine(compress(hosts), type_name, cluster.spec.node_types[type_name])
+        for type_name, hosts in sorted(cluster.hosts_by_type.items())
+    ]
+
+
+def _context(cluster: Cluster) -> dict[str, object]:
+    slurm = cluster.spec.slurm
+    return {
+        "header": header(cluster.source),
+        "cluster": cluster,
+        "spec": cluster.spec,
+        "slurm": slurm,
+        "node_lines": node_lines(cluster),
+        "partitions": [(p, compress(cluster.partitions[p.name])) for p in cluster.spec.partitions],
+        "topology": topology_kind(cluster),
+        "topology_yaml": uses_topology_yaml(cluster),
+        "switches": [(s.name, compress(s.switches), compress(s.nodes)) for s in cluster.switches],
+        "blocks": [(name, compress(hosts)) for name, hosts in sorted(cluster.blocks.items())],
+        "block_sizes": block_sizes(cluster),
+        "has_gpus": any(t.gpus for t in cluster.spec.node_types.values()),
+        "version": cluster.version,
+        "task_plugin": ",".join(f"task/{name}" for name in slurm.task_plugins),
+        "jobacct_gather": "cgroup" if slurm.proctrack == "cgroup" else "linux",
+        "gres_types": sorted({"gpu"} if any(t.gpus for t in cluster.spec.node_types.values()) else set()),
+    }
+
+
+def render_slurm(cluster: Cluster) -> dict[str, str]:
+    context = _context(cluster)
+    files = {
+        "slurm/slurm.conf": render_template("slurm/slurm.conf.j2", **context),
+        "slurm/cgroup.conf": render_template("slurm/cgroup.conf.j2", **context),
+    }
+    if context["has_gpus"]:
+        files["slurm/gres.conf"] = render_template("slurm/gres.conf.j2", **context)
+    if context["topology_yaml"]:
+        files["slurm/topology.yaml"] = render_template("slurm/topology.yaml.j2", **context)
+    elif context["topology"]:
+        files["slurm/topology.conf"] = render_template("slurm/topology.conf.j2", **context)
+    return files
