@@ -15,11 +15,17 @@ from gpucluster.cluster import Cluster, load_cluster
 from gpucluster.errors import InventoryError
 from gpucluster.model import ClusterFile
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="Declarative GPU clusters: Slurm and Kubernetes from one inventory.")
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Declarative GPU clusters: Slurm and Kubernetes from one inventory.",
+)
 out = Console()
 err = Console(stderr=True)
 
-InventoryArg = Annotated[Path, typer.Argument(help="Inventory directory (hosts.yml + group_vars/all/cluster.yml).")]
+InventoryArg = Annotated[
+    Path, typer.Argument(help="Inventory directory (hosts.yml + group_vars/all/cluster.yml).")
+]
 
 
 def _load(inventory: Path) -> Cluster:
@@ -30,8 +36,10 @@ def _load(inventory: Path) -> Cluster:
 def validate(inventory: InventoryArg) -> None:
     """Check the inventory; exit 0 if it is valid, 2 with every problem listed if not."""
     cluster = _load(inventory)
-    out.print(f"{inventory}: valid ({len(cluster.hosts)} nodes, {cluster.total_gpus} GPUs, "
-              f"{len(cluster.spec.partitions)} partitions, {len(cluster.spec.tenants)} tenants)")
+    out.print(
+        f"{inventory}: valid ({len(cluster.hosts)} nodes, {cluster.total_gpus} GPUs, "
+        f"{len(cluster.spec.partitions)} partitions, {len(cluster.spec.tenants)} tenants)"
+    )
 
 
 @app.command()
@@ -46,7 +54,9 @@ def show(inventory: InventoryArg) -> None:
 def render(
     inventory: InventoryArg,
     out_dir: Annotated[Path, typer.Option("--out", "-o", help="Output directory.")] = Path("build"),
-    only: Annotated[list[str] | None, typer.Option("--only", help="Render only these parts (e.g. slurm).")] = None,
+    only: Annotated[
+        list[str] | None, typer.Option("--only", help="Render only these parts (e.g. slurm).")
+    ] = None,
 ) -> None:
     """Write the generated files (slurm/, and the other layers the inventory enables)."""
     from gpucluster.render import render_files, write_tree
@@ -68,10 +78,8 @@ def schema() -> None:
 
 
 def _register_subcommands() -> None:
-    try:
-        from gpucluster.lab.cli import lab_app
-    except ImportError:
-        return
+    from gpucluster.lab.cli import lab_app
+
     app.add_typer(lab_app, name="lab", help="Local lab: a real Slurm cluster in podman containers.")
 
 
@@ -91,15 +99,19 @@ def main() -> None:
         sys.exit(130)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
-    except Exception as exc:  # noqa: BLE001 - the CLI never shows a traceback unless asked
+    except Exception as exc:
         # Usage errors (typer ships its own click): let them print themselves.
-        if hasattr(exc, "show") and isinstance(getattr(exc, "exit_code", None), int):
+        exit_code = getattr(exc, "exit_code", None)
+        show_usage = getattr(exc, "show", None)
+        if callable(show_usage) and isinstance(exit_code, int):
             if type(exc).__name__ != "NoArgsIsHelpError":
-                exc.show()
-            sys.exit(exc.exit_code)
+                show_usage()
+            sys.exit(exit_code)
         if os.environ.get("GPUCLUSTER_DEBUG"):
             raise
-        err.print(f"error: {type(exc).__name__}: {exc} (set GPUCLUSTER_DEBUG=1 for a traceback)", markup=False)
+        err.print(
+            f"error: {type(exc).__name__}: {exc} (set GPUCLUSTER_DEBUG=1 for a traceback)", markup=False
+        )
         sys.exit(1)
 
 

@@ -58,10 +58,11 @@ class Cluster:
 
     @property
     def total_gpus(self) -> int:
-        return sum(
-            len(hosts) * (self.spec.node_types[t].gpus.count if self.spec.node_types[t].gpus else 0)  # type: ignore[union-attr]
-            for t, hosts in self.hosts_by_type.items()
-        )
+        total = 0
+        for type_name, hosts in self.hosts_by_type.items():
+            gpus = self.spec.node_types[type_name].gpus
+            total += len(hosts) * gpus.count if gpus else 0
+        return total
 
     @property
     def version(self) -> tuple[int, int]:
@@ -118,7 +119,10 @@ class _Checker:
 
     def check_version(self) -> None:
         if self.spec.slurm.version_tuple < MIN_SLURM:
-            self.fail(["slurm", "version"], f"Slurm {self.spec.slurm.version} is older than the oldest supported, 22.05")
+            self.fail(
+                ["slurm", "version"],
+                f"Slurm {self.spec.slurm.version} is older than the oldest supported, 22.05",
+            )
         plugins = self.spec.slurm.task_plugins
         if "none" in plugins and len(plugins) > 1:
             self.fail(["slurm", "task_plugins"], "`none` cannot be combined with other task plugins")
@@ -172,7 +176,10 @@ class _Checker:
         slurm = self.spec.slurm
         for index, host in enumerate(slurm.controller):
             if host not in self.inv.hostvars:
-                self.fail(["slurm", "controller", index], f"controller `{host}` is not a host of {self.inv.hosts_file.file}")
+                self.fail(
+                    ["slurm", "controller", index],
+                    f"controller `{host}` is not a host of {self.inv.hosts_file.file}",
+                )
         if len(set(slurm.controller)) != len(slurm.controller):
             self.fail(["slurm", "controller"], "a controller is listed twice")
         if slurm.accounting and slurm.accounting.host not in self.inv.hostvars:
@@ -235,10 +242,14 @@ class _Checker:
                     continue
                 for host in self.hosts_of(child, [*parts, n]) or []:
                     if host not in cluster.node_type_of:
-                        self.fail([*parts, n], f"host `{host}` has no node type (add its group to cluster.nodes)")
+                        self.fail(
+                            [*parts, n], f"host `{host}` has no node type (add its group to cluster.nodes)"
+                        )
                         break
                     if host in leaf_of and leaf_of[host] != switch:
-                        self.fail([*parts, n], f"host `{host}` is already under leaf switch `{leaf_of[host]}`")
+                        self.fail(
+                            [*parts, n], f"host `{host}` is already under leaf switch `{leaf_of[host]}`"
+                        )
                         continue
                     leaf_of[host] = switch
                     nodes.setdefault(host, None)
@@ -256,13 +267,15 @@ class _Checker:
             while current in parents:
                 current = parents[current]
                 if current in trail:
-                    cycle = " -> ".join([*reversed(trail[trail.index(current):]), current])
+                    cycle = " -> ".join([*reversed(trail[trail.index(current) :]), current])
                     self.fail(["fabric", "tree", start], f"switch tree has a cycle: {cycle}")
                     return
                 trail.append(current)
         missing = [h for h in cluster.node_type_of if h not in leaf_of]
         if missing:
-            self.fail(["fabric", "tree"], f"host(s) under no leaf switch: {hostlist.collect_hostlist(missing)}")
+            self.fail(
+                ["fabric", "tree"], f"host(s) under no leaf switch: {hostlist.collect_hostlist(missing)}"
+            )
         cluster.switches = [switches[name] for name in sorted(switches)]
         for host, leaf in leaf_of.items():
             path = [leaf]
@@ -290,10 +303,14 @@ class _Checker:
             for n, name in enumerate(names):
                 for host in self.hosts_of(name, [*parts, n]) or []:
                     if host not in cluster.node_type_of:
-                        self.fail([*parts, n], f"host `{host}` has no node type (add its group to cluster.nodes)")
+                        self.fail(
+                            [*parts, n], f"host `{host}` has no node type (add its group to cluster.nodes)"
+                        )
                         break
                     if host in cluster.block_of and cluster.block_of[host] != block:
-                        self.fail([*parts, n], f"host `{host}` is already in block `{cluster.block_of[host]}`")
+                        self.fail(
+                            [*parts, n], f"host `{host}` is already in block `{cluster.block_of[host]}`"
+                        )
                         continue
                     cluster.block_of[host] = block
                     members.setdefault(host, None)
@@ -306,11 +323,17 @@ class _Checker:
         if sizes and cluster.blocks:
             smallest = min(len(h) for h in cluster.blocks.values())
             if sizes[0] > smallest:
-                self.fail(["fabric", "block_sizes", 0], f"base block size {sizes[0]} exceeds the smallest block ({smallest} nodes)")
+                self.fail(
+                    ["fabric", "block_sizes", 0],
+                    f"base block size {sizes[0]} exceeds the smallest block ({smallest} nodes)",
+                )
             for i in range(1, len(sizes)):
                 ratio, rest = divmod(sizes[i], sizes[i - 1])
                 if rest or ratio < 2 or ratio & (ratio - 1):
-                    self.fail(["fabric", "block_sizes", i], f"{sizes[i]} is not a power-of-two multiple of {sizes[i - 1]}")
+                    self.fail(
+                        ["fabric", "block_sizes", i],
+                        f"{sizes[i]} is not a power-of-two multiple of {sizes[i - 1]}",
+                    )
 
     def check_qos(self) -> None:
         names: set[str] = set()
@@ -337,9 +360,15 @@ class _Checker:
             by_name[tenant.name] = tenant
             index_of[tenant.name] = index
             if tenant.effective_limit < tenant.gpu_quota:
-                self.fail(["tenants", index, "gpu_limit"], f"gpu_limit {tenant.gpu_limit} is below gpu_quota {tenant.gpu_quota}")
+                self.fail(
+                    ["tenants", index, "gpu_limit"],
+                    f"gpu_limit {tenant.gpu_limit} is below gpu_quota {tenant.gpu_quota}",
+                )
             if tenant.effective_limit > total:
-                self.fail(["tenants", index, "gpu_limit"], f"gpu_limit {tenant.effective_limit} exceeds the cluster's {total} GPUs")
+                self.fail(
+                    ["tenants", index, "gpu_limit"],
+                    f"gpu_limit {tenant.effective_limit} exceeds the cluster's {total} GPUs",
+                )
             for n, user in enumerate(tenant.users):
                 if users and user not in users:
                     self.fail(["tenants", index, "users", n], f"unknown user `{user}` (not in cluster.users)")
@@ -350,7 +379,10 @@ class _Checker:
                 if tenant.default_qos not in qos_names:
                     self.fail(["tenants", index, "default_qos"], f"unknown QOS `{tenant.default_qos}`")
                 elif tenant.qos and tenant.default_qos not in tenant.qos:
-                    self.fail(["tenants", index, "default_qos"], f"`{tenant.default_qos}` is not in the tenant's qos list")
+                    self.fail(
+                        ["tenants", index, "default_qos"],
+                        f"`{tenant.default_qos}` is not in the tenant's qos list",
+                    )
         for name, tenant in by_name.items():
             if tenant.parent is None:
                 continue
@@ -361,14 +393,20 @@ class _Checker:
             current: str | None = tenant.parent
             while current is not None and current in by_name:
                 if current in trail:
-                    self.fail(["tenants", index_of[name], "parent"], "tenant parents form a cycle: " + " -> ".join([*trail, current]))
+                    self.fail(
+                        ["tenants", index_of[name], "parent"],
+                        "tenant parents form a cycle: " + " -> ".join([*trail, current]),
+                    )
                     break
                 trail.append(current)
                 current = by_name[current].parent
         top = [t for t in by_name.values() if t.parent is None]
         quota = sum(t.gpu_quota for t in top)
         if quota > total:
-            self.fail(["tenants"], f"top-level tenants' gpu_quota adds up to {quota}, more than the cluster's {total} GPUs")
+            self.fail(
+                ["tenants"],
+                f"top-level tenants' gpu_quota adds up to {quota}, more than the cluster's {total} GPUs",
+            )
         for name, parent in by_name.items():
             children = [t for t in by_name.values() if t.parent == name]
             child_quota = sum(t.gpu_quota for t in children)

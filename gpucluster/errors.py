@@ -24,7 +24,9 @@ class InventoryError(Exception):
     """Raised with every problem found; the CLI prints them and exits 2."""
 
     def __init__(self, problems: Iterable[Problem]) -> None:
-        self.problems: list[Problem] = sorted(set(problems), key=lambda p: (p.file, p.line or 0, p.path, p.message))
+        self.problems: list[Problem] = sorted(
+            set(problems), key=lambda p: (p.file, p.line or 0, p.path, p.message)
+        )
         super().__init__("\n".join(str(p) for p in self.problems))
 
 

@@ -60,7 +60,9 @@ def _find_cluster_file(root: Path, display_root: str) -> LoadedYaml:
     all_dir = root / "group_vars" / "all"
     if all_dir.is_dir():
         candidates += sorted(p for p in all_dir.iterdir() if p.suffix in (".yml", ".yaml"))
-    candidates += [p for p in (root / "group_vars" / "all.yml", root / "group_vars" / "all.yaml") if p.is_file()]
+    candidates += [
+        p for p in (root / "group_vars" / "all.yml", root / "group_vars" / "all.yaml") if p.is_file()
+    ]
     found: list[LoadedYaml] = []
     problems: list[Problem] = []
     for path in candidates:
@@ -78,22 +80,33 @@ def _find_cluster_file(root: Path, display_root: str) -> LoadedYaml:
         raise InventoryError([Problem(where, "cluster", "no group_vars file of `all` defines `cluster`")])
     if len(found) > 1:
         raise InventoryError(
-            [Problem(f.file, "cluster", "`cluster` is defined in more than one group_vars file") for f in found]
+            [
+                Problem(f.file, "cluster", "`cluster` is defined in more than one group_vars file")
+                for f in found
+            ]
         )
     return found[0]
 
 
-def _read_group(inv: Inventory, name: str, body: Any, parts: list[str | int], problems: list[Problem]) -> None:
+def _read_group(
+    inv: Inventory, name: str, body: Any, parts: list[str | int], problems: list[Problem]
+) -> None:
     hosts_file = inv.hosts_file
     path = format_path(parts)
     if body is None:
         body = {}
     if not isinstance(body, dict):
-        problems.append(hosts_file.problem(path, f"group `{name}` must be a mapping with hosts/children/vars"))
+        problems.append(
+            hosts_file.problem(path, f"group `{name}` must be a mapping with hosts/children/vars")
+        )
         return
     for key in body:
         if key not in _GROUP_KEYS:
-            problems.append(hosts_file.problem(format_path([*parts, key]), "unknown key (expected hosts, children or vars)"))
+            problems.append(
+                hosts_file.problem(
+                    format_path([*parts, key]), "unknown key (expected hosts, children or vars)"
+                )
+            )
     direct = inv.group_hosts.setdefault(name, [])
     hosts = body.get("hosts") or {}
     if not isinstance(hosts, dict):
@@ -119,7 +132,9 @@ def _read_group(inv: Inventory, name: str, body: Any, parts: list[str | int], pr
             inv.hostvars.setdefault(host, {}).update(hvars or {})
     children = body.get("children") or {}
     if not isinstance(children, dict):
-        problems.append(hosts_file.problem(format_path([*parts, "children"]), "must be a mapping of group names"))
+        problems.append(
+            hosts_file.problem(format_path([*parts, "children"]), "must be a mapping of group names")
+        )
         children = {}
     kids = inv.group_children.setdefault(name, [])
     for child, child_body in children.items():
@@ -135,7 +150,7 @@ def _check_group_cycles(inv: Inventory, problems: list[Problem]) -> None:
         state[group] = 1
         for child in inv.group_children.get(group, []):
             if state.get(child) == 1:
-                cycle = " -> ".join([*trail[trail.index(child):], child]) if child in trail else child
+                cycle = " -> ".join([*trail[trail.index(child) :], child]) if child in trail else child
                 problems.append(inv.hosts_file.problem("all", f"group children form a cycle: {cycle}"))
             elif child not in state:
                 visit(child, [*trail, child])

@@ -7,7 +7,7 @@ Every field documents what it means and what changing it on a running cluster re
 from __future__ import annotations
 
 import re
-from enum import Enum
+from enum import StrEnum
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -16,12 +16,14 @@ NAME_RE = r"^[A-Za-z][A-Za-z0-9_.-]*$"
 SLURM_TIME_RE = re.compile(r"^(UNLIMITED|INFINITE|\d+|\d+:\d{2}(:\d{2})?|\d+-\d+(:\d{2}(:\d{2})?)?)$")
 
 
-class Update(str, Enum):
+class Update(StrEnum):
     """What applying a change to a field needs on a live cluster."""
 
     RENDER_ONLY = "files re-rendered; no daemon action"
     RECONFIGURE = "scontrol reconfigure (running jobs unaffected)"
-    RESTART = "restart slurmctld and slurmd (running jobs survive; Slurm 22.05 needs this for node list changes)"
+    RESTART = (
+        "restart slurmctld and slurmd (running jobs survive; Slurm 22.05 needs this for node list changes)"
+    )
     ACCOUNTS = "sacctmgr changes only; no daemon restart"
     REBUILD = "cluster rebuild: drain and reinstall the affected hosts"
     KUBERNETES = "objects re-applied to the Kubernetes API; no Slurm action"
@@ -60,17 +62,27 @@ class GpuSpec(Strict):
 class NodeType(Strict):
     sockets: Annotated[int, Field(ge=1)] = spec("CPU sockets per node.", Update.RESTART)
     cores_per_socket: Annotated[int, Field(ge=1)] = spec("Physical cores per socket.", Update.RESTART)
-    threads_per_core: Annotated[int, Field(ge=1, le=8)] = spec("Hardware threads per core.", Update.RESTART, default=1)
-    memory_mb: Annotated[int, Field(ge=1)] = spec("Memory Slurm may schedule (RealMemory), MiB.", Update.RESTART)
-    gpus: GpuSpec | None = spec("GPUs of this node type; omit for CPU-only nodes.", Update.RESTART, default=None)
+    threads_per_core: Annotated[int, Field(ge=1, le=8)] = spec(
+        "Hardware threads per core.", Update.RESTART, default=1
+    )
+    memory_mb: Annotated[int, Field(ge=1)] = spec(
+        "Memory Slurm may schedule (RealMemory), MiB.", Update.RESTART
+    )
+    gpus: GpuSpec | None = spec(
+        "GPUs of this node type; omit for CPU-only nodes.", Update.RESTART, default=None
+    )
     features: list[Annotated[str, Field(pattern=NAME_RE)]] = spec(
-        "Slurm node features (constraints) and Kubernetes node labels.", Update.RECONFIGURE, default_factory=list
+        "Slurm node features (constraints) and Kubernetes node labels.",
+        Update.RECONFIGURE,
+        default_factory=list,
     )
     weight: Annotated[int, Field(ge=1)] | None = spec(
         "Slurm scheduling weight; lower is preferred.", Update.RECONFIGURE, default=None
     )
     instance_type: str | None = spec(
-        "Cloud instance/machine/VM size for this node type (used by the Pulumi stacks).", Update.REBUILD, default=None
+        "Cloud instance/machine/VM size for this node type (used by the Pulumi stacks).",
+        Update.REBUILD,
+        default=None,
     )
 
     @property
@@ -111,12 +123,18 @@ class Partition(Strict):
     name: Annotated[str, Field(pattern=NAME_RE)] = spec("Partition name.", Update.RECONFIGURE)
     nodes: list[str] = spec("Inventory hosts/groups in this partition.", Update.RESTART, min_length=1)
     default: bool = spec("Default partition for jobs that name none.", Update.RECONFIGURE, default=False)
-    max_time: str = spec("MaxTime in Slurm time format (e.g. 7-00:00:00, UNLIMITED).", Update.RECONFIGURE, default="UNLIMITED")
+    max_time: str = spec(
+        "MaxTime in Slurm time format (e.g. 7-00:00:00, UNLIMITED).", Update.RECONFIGURE, default="UNLIMITED"
+    )
     default_time: str | None = spec("DefaultTime when a job gives none.", Update.RECONFIGURE, default=None)
     tenants: list[str] = spec(
-        "Tenants (Slurm accounts) allowed to use the partition; empty means all.", Update.RECONFIGURE, default_factory=list
+        "Tenants (Slurm accounts) allowed to use the partition; empty means all.",
+        Update.RECONFIGURE,
+        default_factory=list,
     )
-    exclusive: bool = spec("Whole nodes per job (OverSubscribe=EXCLUSIVE).", Update.RECONFIGURE, default=False)
+    exclusive: bool = spec(
+        "Whole nodes per job (OverSubscribe=EXCLUSIVE).", Update.RECONFIGURE, default=False
+    )
     priority_tier: Annotated[int, Field(ge=0, le=65533)] | None = spec(
         "PriorityTier of the partition.", Update.RECONFIGURE, default=None
     )
@@ -135,7 +153,9 @@ class Qos(Strict):
     max_gpus_per_user: Annotated[int, Field(ge=0)] | None = spec(
         "MaxTRESPerUser=gres/gpu=N.", Update.ACCOUNTS, default=None
     )
-    max_gpus_per_job: Annotated[int, Field(ge=0)] | None = spec("MaxTRESPerJob=gres/gpu=N.", Update.ACCOUNTS, default=None)
+    max_gpus_per_job: Annotated[int, Field(ge=0)] | None = spec(
+        "MaxTRESPerJob=gres/gpu=N.", Update.ACCOUNTS, default=None
+    )
     grp_gpus: Annotated[int, Field(ge=0)] | None = spec(
         "GrpTRES=gres/gpu=N over all jobs using the QOS.", Update.ACCOUNTS, default=None
     )
@@ -155,9 +175,12 @@ class Tenant(Strict):
         "Tenant name: Slurm account, Kueue ClusterQueue, KAI queue and namespace (lowercase DNS label).",
         Update.ACCOUNTS,
     )
-    parent: str | None = spec("Parent tenant (Slurm parent account, Kueue cohort).", Update.ACCOUNTS, default=None)
+    parent: str | None = spec(
+        "Parent tenant (Slurm parent account, Kueue cohort).", Update.ACCOUNTS, default=None
+    )
     fairshare: Annotated[int, Field(ge=1)] = spec(
-        "Share of the cluster (Slurm Fairshare=, Kueue fairSharing weight, KAI overQuotaWeight).", Update.ACCOUNTS
+        "Share of the cluster (Slurm Fairshare=, Kueue fairSharing weight, KAI overQuotaWeight).",
+        Update.ACCOUNTS,
     )
     gpu_quota: Annotated[int, Field(ge=0)] = spec("GPUs guaranteed to the tenant.", Update.ACCOUNTS)
     gpu_limit: Annotated[int, Field(ge=0)] | None = spec(
@@ -170,7 +193,9 @@ class Tenant(Strict):
     )
     qos: list[str] = spec("QOS the tenant may use (from `qos`).", Update.ACCOUNTS, default_factory=list)
     default_qos: str | None = spec("Default QOS of the tenant's users.", Update.ACCOUNTS, default=None)
-    namespace: str | None = spec("Kubernetes namespace; default: the tenant name.", Update.KUBERNETES, default=None)
+    namespace: str | None = spec(
+        "Kubernetes namespace; default: the tenant name.", Update.KUBERNETES, default=None
+    )
 
     @property
     def effective_limit(self) -> int:
@@ -181,18 +206,24 @@ class Accounting(Strict):
     host: str = spec("Inventory host running slurmdbd and its MariaDB.", Update.RESTART)
     port: Annotated[int, Field(ge=1, le=65535)] = spec("slurmdbd port.", Update.RESTART, default=6819)
     enforce: list[Literal["associations", "limits", "qos", "safe", "nojobs", "nosteps"]] = spec(
-        "AccountingStorageEnforce.", Update.RECONFIGURE, default_factory=lambda: ["associations", "limits", "qos"]
+        "AccountingStorageEnforce.",
+        Update.RECONFIGURE,
+        default_factory=lambda: ["associations", "limits", "qos"],
     )
 
 
 class Priority(Strict):
-    fairshare: Annotated[int, Field(ge=0)] = spec("PriorityWeightFairshare.", Update.RECONFIGURE, default=100000)
+    fairshare: Annotated[int, Field(ge=0)] = spec(
+        "PriorityWeightFairshare.", Update.RECONFIGURE, default=100000
+    )
     qos: Annotated[int, Field(ge=0)] = spec("PriorityWeightQOS.", Update.RECONFIGURE, default=10000)
     age: Annotated[int, Field(ge=0)] = spec("PriorityWeightAge.", Update.RECONFIGURE, default=1000)
     job_size: Annotated[int, Field(ge=0)] = spec("PriorityWeightJobSize.", Update.RECONFIGURE, default=0)
     partition: Annotated[int, Field(ge=0)] = spec("PriorityWeightPartition.", Update.RECONFIGURE, default=0)
     decay_half_life: str = spec("PriorityDecayHalfLife.", Update.RECONFIGURE, default="7-0")
-    calc_period: Annotated[int, Field(ge=1)] = spec("PriorityCalcPeriod in minutes.", Update.RECONFIGURE, default=5)
+    calc_period: Annotated[int, Field(ge=1)] = spec(
+        "PriorityCalcPeriod in minutes.", Update.RECONFIGURE, default=5
+    )
 
 
 class Cgroup(Strict):
@@ -210,7 +241,9 @@ class SlurmSettings(Strict):
     )
     accounting: Accounting | None = spec("slurmdbd accounting; omit for none.", Update.RESTART, default=None)
     priority: Priority = spec(
-        "priority/multifactor weights (used when accounting is configured).", Update.RECONFIGURE, default_factory=Priority
+        "priority/multifactor weights (used when accounting is configured).",
+        Update.RECONFIGURE,
+        default_factory=Priority,
     )
     proctrack: Literal["cgroup", "linuxproc"] = spec(
         "ProctrackType plugin (linuxproc only where cgroups are unavailable, e.g. containers).",
@@ -228,7 +261,9 @@ class SlurmSettings(Strict):
     return_to_service: Literal[0, 1, 2] = spec("ReturnToService.", Update.RECONFIGURE, default=2)
     cgroup: Cgroup = spec("cgroup.conf settings.", Update.RESTART, default_factory=Cgroup)
     extra: dict[Annotated[str, Field(pattern=r"^[A-Z][A-Za-z]+$")], str | int] = spec(
-        "Further slurm.conf keys, written verbatim after the generated ones.", Update.RECONFIGURE, default_factory=dict
+        "Further slurm.conf keys, written verbatim after the generated ones.",
+        Update.RECONFIGURE,
+        default_factory=dict,
     )
 
     @field_validator("controller", mode="before")
@@ -251,13 +286,19 @@ class ClusterSpec(Strict):
         "Hardware profiles of nodes.", Update.RESTART, min_length=1
     )
     nodes: list[NodeGroup] = spec("Inventory group -> node type.", Update.RESTART, min_length=1)
-    fabric: Fabric = spec("Network topology: switch tree and NVLink blocks.", Update.RECONFIGURE, default_factory=Fabric)
+    fabric: Fabric = spec(
+        "Network topology: switch tree and NVLink blocks.", Update.RECONFIGURE, default_factory=Fabric
+    )
     partitions: list[Partition] = spec("Slurm partitions.", Update.RESTART, min_length=1)
     qos: list[Qos] = spec("Slurm QOS definitions.", Update.ACCOUNTS, default_factory=list)
     users: list[Annotated[str, Field(pattern=r"^[a-z_][a-z0-9_.-]*$")]] = spec(
-        "Known users; when given, every tenant user must be listed here.", Update.ACCOUNTS, default_factory=list
+        "Known users; when given, every tenant user must be listed here.",
+        Update.ACCOUNTS,
+        default_factory=list,
     )
-    tenants: list[Tenant] = spec("Tenants with GPU quotas and fair-share.", Update.ACCOUNTS, default_factory=list)
+    tenants: list[Tenant] = spec(
+        "Tenants with GPU quotas and fair-share.", Update.ACCOUNTS, default_factory=list
+    )
 
 
 class ClusterFile(Strict):

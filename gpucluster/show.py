@@ -16,8 +16,10 @@ def _gpus(cluster: Cluster, hosts: list[str]) -> int:
 
 def show(cluster: Cluster, console: Console) -> None:
     spec = cluster.spec
-    console.print(f"[bold]{spec.name}[/bold]  Slurm {spec.slurm.version}  controllers: {', '.join(spec.slurm.controller)}"
-                  f"  accounting: {spec.slurm.accounting.host if spec.slurm.accounting else 'none'}")
+    console.print(
+        f"[bold]{spec.name}[/bold]  Slurm {spec.slurm.version}  controllers: {', '.join(spec.slurm.controller)}"
+        f"  accounting: {spec.slurm.accounting.host if spec.slurm.accounting else 'none'}"
+    )
     types = Table(title="Node types")
     for col in ("type", "nodes", "hosts", "CPUs", "memory MiB", "GPUs/node"):
         types.add_column(col)
@@ -31,7 +33,14 @@ def show(cluster: Cluster, console: Console) -> None:
         parts.add_column(col)
     for p in spec.partitions:
         hosts = cluster.partitions[p.name]
-        parts.add_row(p.name, "yes" if p.default else "", str(len(hosts)), str(_gpus(cluster, hosts)), compress(hosts), p.max_time)
+        parts.add_row(
+            p.name,
+            "yes" if p.default else "",
+            str(len(hosts)),
+            str(_gpus(cluster, hosts)),
+            compress(hosts),
+            p.max_time,
+        )
     console.print(parts)
     if cluster.switches:
         by_name = {s.name: s for s in cluster.switches}
@@ -40,7 +49,10 @@ def show(cluster: Cluster, console: Console) -> None:
 
         def add(node: Tree, name: str) -> None:
             switch = by_name[name]
-            branch = node.add(f"{name}" + (f"  ({len(switch.nodes)} nodes: {compress(switch.nodes)})" if switch.nodes else ""))
+            branch = node.add(
+                f"{name}"
+                + (f"  ({len(switch.nodes)} nodes: {compress(switch.nodes)})" if switch.nodes else "")
+            )
             for child in switch.switches:
                 add(branch, child)
 
@@ -58,7 +70,14 @@ def show(cluster: Cluster, console: Console) -> None:
         tenants = Table(title=f"Tenants ({cluster.total_gpus} GPUs in the cluster)")
         for col in ("tenant", "parent", "fairshare", "GPU quota", "GPU limit", "users", "QOS"):
             tenants.add_column(col)
-        for t in spec.tenants:
-            tenants.add_row(t.name, t.parent or "", str(t.fairshare), str(t.gpu_quota), str(t.effective_limit),
-                            ", ".join(t.users), ", ".join(t.qos))
+        for tenant in spec.tenants:
+            tenants.add_row(
+                tenant.name,
+                tenant.parent or "",
+                str(tenant.fairshare),
+                str(tenant.gpu_quota),
+                str(tenant.effective_limit),
+                ", ".join(tenant.users),
+                ", ".join(tenant.qos),
+            )
         console.print(tenants)

@@ -45,7 +45,9 @@ class LoadedYaml:
         return Problem(self.file, path, message, self.line_of(path))
 
 
-def _walk(node: yaml.Node, parts: list[str | int], lines: dict[str, int], dups: list[tuple[str, int]]) -> None:
+def _walk(
+    node: yaml.Node, parts: list[str | int], lines: dict[str, int], dups: list[tuple[str, int]]
+) -> None:
     if isinstance(node, yaml.MappingNode):
         seen: set[str] = set()
         for key_node, value_node in node.value:
@@ -84,5 +86,7 @@ def load_yaml(path: Path, display: str) -> LoadedYaml:
     if node is not None:
         _walk(node, [], lines, dups)
     if dups:
-        raise InventoryError([Problem(display, p, "duplicate key (the later one would silently win)", ln) for p, ln in dups])
+        raise InventoryError(
+            [Problem(display, p, "duplicate key (the later one would silently win)", ln) for p, ln in dups]
+        )
     return LoadedYaml(data, lines, display)

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import yaml
+
+from gpucluster.accounts import desired_associations
 from gpucluster.cluster import TOPOLOGY_YAML_SINCE, Cluster
 from gpucluster.hostlists import compress
 from gpucluster.model import NodeType
@@ -69,9 +72,29 @@ def _context(cluster: Cluster) -> dict[str, object]:
     }
 
 
+def render_topology_yaml(cluster: Cluster) -> str | None:
+    """topology.yaml (Slurm >= 25.05 format) whatever the target version; for Slurm on Kubernetes."""
+    context = _context(cluster)
+    if context["topology"] is None:
+        return None
+    return render_template("slurm/topology.yaml.j2", **context)
+
+
+def render_gres_conf(cluster: Cluster) -> str | None:
+    context = _context(cluster)
+    return render_template("slurm/gres.conf.j2", **context) if context["has_gpus"] else None
+
+
+def render_accounts(cluster: Cluster) -> str:
+    """The associations the slurm_accounts role makes true (YAML, sorted)."""
+    body = yaml.safe_dump(desired_associations(cluster), sort_keys=False, default_flow_style=False)
+    return header(cluster.source) + "\n" + body
+
+
 def render_slurm(cluster: Cluster) -> dict[str, str]:
     context = _context(cluster)
     files = {
+        "slurm/accounts.yaml": render_accounts(cluster),
         "slurm/slurm.conf": render_template("slurm/slurm.conf.j2", **context),
         "slurm/cgroup.conf": render_template("slurm/cgroup.conf.j2", **context),
     }

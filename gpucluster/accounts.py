@@ -1,0 +1,59 @@
+"""Tenants -> the Slurm associations that should exist (cluster, QOS, accounts, users).
+
+This desired state is rendered to slurm/accounts.yaml; the slurm_accounts role reconciles
+sacctmgr against it, and the Kubernetes queues are checked against the same numbers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpucluster.cluster import Cluster
+from gpucluster.model import Qos
+
+
+def _qos_entry(qos: Qos) -> dict[str, Any]:
+    entry: dict[str, Any] = {"name": qos.name, "priority": qos.priority}
+    if qos.max_gpus_per_user is not None:
+        entry["max_tres_per_user"] = f"gres/gpu={qos.max_gpus_per_user}"
+    if qos.max_gpus_per_job is not None:
+        entry["max_tres_per_job"] = f"gres/gpu={qos.max_gpus_per_job}"
+    if qos.grp_gpus is not None:
+        entry["grp_tres"] = f"gres/gpu={qos.grp_gpus}"
+    if qos.max_wall is not None:
+        entry["max_wall"] = qos.max_wall
+    if qos.preempt:
+        entry["preempt"] = sorted(qos.preempt)
+    return entry
+
+
+def desired_associations(cluster: Cluster) -> dict[str, Any]:
+    """Plain data (sorted, deterministic) describing every association gpucluster manages."""
+    spec = cluster.spec
+    accounts = []
+    for tenant in sorted(spec.tenants, key=lambda t: t.name):
+        accounts.append(
+            {
+                "name": tenant.name,
+                "parent": tenant.parent or "root",
+                "fairshare": tenant.fairshare,
+                "gpu_quota": tenant.gpu_quota,
+                "gpu_limit": tenant.effective_limit,
+                "grp_tres": f"gres/gpu={tenant.effective_limit}",
+                "qos": sorted(tenant.qos),
+                "default_qos": tenant.default_qos,
+            }
+        )
+    users: dict[str, dict[str, Any]] = {}
+    for tenant in spec.tenants:
+        for user in tenant.users:
+            entry = users.setdefault(user, {"name": user, "default_account": tenant.name, "accounts": []})
+            entry["accounts"].append(tenant.name)
+    for entry in users.values():
+        entry["accounts"] = sorted(entry["accounts"])
+    return {
+        "cluster": spec.name,
+        "qos": [_qos_entry(q) for q in sorted(spec.qos, key=lambda q: q.name)],
+        "accounts": accounts,
+        "users": [users[name] for name in sorted(users)],
+    }
