@@ -69,6 +69,33 @@ def render(
 
 
 @app.command()
+def trial(
+    inventory: InventoryArg,
+    seconds: Annotated[int, typer.Option(help="How long slurmctld runs before its state is read.")] = 3,
+) -> None:
+    """Start a throwaway real slurmctld (and slurmdbd) on the rendered Slurm files; exit 1 if it
+    logs errors or its topology differs from the inventory. Needs root and Debian's slurm-wlm."""
+    from gpucluster.render import render_files
+    from gpucluster.trial.slurmctld import TrialUnavailable, expected_topology, run_trial
+
+    cluster = _load(inventory)
+    try:
+        result = run_trial(cluster, render_files(cluster, only=["slurm"]), seconds=seconds)
+    except TrialUnavailable as exc:
+        err.print(f"trial not possible here: {exc}", markup=False)
+        raise typer.Exit(3) from None
+    for line in result.bad_lines:
+        err.print(line, markup=False, highlight=False)
+    topology_ok = result.topology == expected_topology(cluster)
+    out.print(
+        f"slurmctld {'started' if result.started else 'did NOT start'}; "
+        f"{len(result.bad_lines)} error line(s); topology {'matches' if topology_ok else 'DIFFERS from'} the inventory"
+    )
+    if not (result.ok and topology_ok):
+        raise typer.Exit(1)
+
+
+@app.command()
 def schema() -> None:
     """Print the JSON Schema of the cluster file (for editor completion)."""
     doc = ClusterFile.model_json_schema()
@@ -88,7 +115,9 @@ _register_subcommands()
 
 def main() -> None:
     try:
-        app(standalone_mode=False)
+        # standalone_mode=False returns the code of typer.Exit instead of exiting.
+        code = app(standalone_mode=False)
+        sys.exit(code if isinstance(code, int) else 0)
     except InventoryError as exc:
         for problem in exc.problems:
             err.print(str(problem), markup=False, highlight=False, soft_wrap=True)

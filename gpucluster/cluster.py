@@ -12,8 +12,11 @@ from pathlib import Path
 import hostlist
 from pydantic import ValidationError
 
+from gpucluster.cloud.guardrails import check_cloud
 from gpucluster.errors import InventoryError, Problem, format_path
+from gpucluster.hostlists import compress
 from gpucluster.inventory import Inventory, load_inventory
+from gpucluster.k8s.checks import check_kubernetes
 from gpucluster.model import ClusterFile, ClusterSpec, NodeType, Tenant
 from gpucluster.yamlfile import LoadedYaml
 
@@ -113,6 +116,8 @@ class _Checker:
         self.resolve_blocks()
         self.check_qos()
         self.check_tenants()
+        self.problems.extend(check_kubernetes(self.cluster))
+        self.problems.extend(check_cloud(self.cluster))
         if self.problems:
             raise InventoryError(self.problems)
         return self.cluster
@@ -217,7 +222,7 @@ class _Checker:
         in_partition = {h for hosts in cluster.partitions.values() for h in hosts}
         orphans = [h for h in cluster.node_type_of if h not in in_partition]
         if orphans:
-            self.fail(["partitions"], f"host(s) in no partition: {hostlist.collect_hostlist(orphans)}")
+            self.fail(["partitions"], f"host(s) in no partition: {compress(orphans)}")
 
     def resolve_tree(self) -> None:
         tree = self.spec.fabric.tree
@@ -273,9 +278,7 @@ class _Checker:
                 trail.append(current)
         missing = [h for h in cluster.node_type_of if h not in leaf_of]
         if missing:
-            self.fail(
-                ["fabric", "tree"], f"host(s) under no leaf switch: {hostlist.collect_hostlist(missing)}"
-            )
+            self.fail(["fabric", "tree"], f"host(s) under no leaf switch: {compress(missing)}")
         cluster.switches = [switches[name] for name in sorted(switches)]
         for host, leaf in leaf_of.items():
             path = [leaf]
@@ -318,7 +321,7 @@ class _Checker:
         if fabric.blocks:
             missing = [h for h in cluster.node_type_of if h not in cluster.block_of]
             if missing:
-                self.fail(["fabric", "blocks"], f"host(s) in no block: {hostlist.collect_hostlist(missing)}")
+                self.fail(["fabric", "blocks"], f"host(s) in no block: {compress(missing)}")
         sizes = fabric.block_sizes
         if sizes and cluster.blocks:
             smallest = min(len(h) for h in cluster.blocks.values())

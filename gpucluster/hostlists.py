@@ -1,16 +1,68 @@
-"""Slurm hostlist expressions (`gpu[001-128,130]`), via python-hostlist."""
+"""Slurm hostlist expressions (`gpu[001-128,130]`, `r[01-08]n[01-18]`), via python-hostlist.
+
+Slurm's parser (22.05, checked with `scontrol show hostnames`) accepts ranges only when the
+expression ends with a bracket: `r[01-02]n[01-03]` is valid, `su[1-4]-leaf` and `a[1-2]b3` are
+not. python-hostlist folds on any number in a name, so its tokens are kept only where Slurm can
+read them; the others are folded again on the trailing number alone (or listed as they are).
+"""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 import hostlist
 
+_TRAILING_NUMBER = re.compile(r"^(.*?)(\d+)$")
+
+
+def slurm_parsable(token: str) -> bool:
+    """True when Slurm reads this single hostlist token (no comma at the top level)."""
+    return "[" not in token or token.endswith("]")
+
+
+def _split_top_level(expression: str) -> list[str]:
+    tokens, depth, start = [], 0, 0
+    for index, char in enumerate(expression):
+        if char == "[":
+            depth += 1
+        elif char == "]":
+            depth -= 1
+        elif char == "," and depth == 0:
+            tokens.append(expression[start:index])
+            start = index + 1
+    tokens.append(expression[start:])
+    return [t for t in tokens if t]
+
+
+def _fold_trailing(names: list[str]) -> list[str]:
+    """Fold only on each name's trailing number: always a form Slurm reads."""
+    groups: dict[str, list[str]] = {}
+    literal: list[str] = []
+    for name in names:
+        if _TRAILING_NUMBER.match(name):
+            prefix = _TRAILING_NUMBER.match(name).group(1)  # type: ignore[union-attr]
+            groups.setdefault(prefix, []).append(name)
+        else:
+            literal.append(name)
+    tokens = list(literal)
+    for members in groups.values():
+        tokens.extend(_split_top_level(str(hostlist.collect_hostlist(members))))
+    return tokens
+
 
 def compress(hosts: Iterable[str]) -> str:
-    """Shortest-form Slurm hostlist of the given names (order-independent, deterministic)."""
+    """Compact Slurm hostlist of the given names (order-independent, deterministic)."""
     names = sorted(set(hosts))
-    return str(hostlist.collect_hostlist(names)) if names else ""
+    if not names:
+        return ""
+    tokens: list[str] = []
+    for token in _split_top_level(str(hostlist.collect_hostlist(names))):
+        if slurm_parsable(token):
+            tokens.append(token)
+        else:
+            tokens.extend(_fold_trailing(list(hostlist.expand_hostlist(token))))
+    return ",".join(sorted(tokens, key=hostlist.numeric_sort_key))
 
 
 def expand(expression: str) -> list[str]:

@@ -259,6 +259,13 @@ class SlurmSettings(Strict):
         default=False,
     )
     return_to_service: Literal[0, 1, 2] = spec("ReturnToService.", Update.RECONFIGURE, default=2)
+    mail_prog: str = spec(
+        "MailProg. slurmctld logs an error at start-up if it does not exist; the default sends no mail "
+        "(set /usr/bin/mail where a mailer is installed).",
+        Update.RECONFIGURE,
+        default="/usr/bin/true",
+        pattern=r"^/\S+$",
+    )
     cgroup: Cgroup = spec("cgroup.conf settings.", Update.RESTART, default_factory=Cgroup)
     extra: dict[Annotated[str, Field(pattern=r"^[A-Z][A-Za-z]+$")], str | int] = spec(
         "Further slurm.conf keys, written verbatim after the generated ones.",
@@ -275,6 +282,11 @@ class SlurmSettings(Strict):
     def version_tuple(self) -> tuple[int, int]:
         major, minor = self.version.split(".")
         return int(major), int(minor)
+
+
+# Imported here, not at the top: the Kubernetes models build on Strict/Update/spec defined above.
+from gpucluster.k8s.model import KubernetesSpec  # noqa: E402
+from gpucluster.cloud.model import CloudSpec  # noqa: E402
 
 
 class ClusterSpec(Strict):
@@ -298,6 +310,17 @@ class ClusterSpec(Strict):
     )
     tenants: list[Tenant] = spec(
         "Tenants with GPU quotas and fair-share.", Update.ACCOUNTS, default_factory=list
+    )
+    kubernetes: KubernetesSpec | None = spec(
+        "Kubernetes layer (GPU Operator, DRA, Kueue, KAI, Slurm on Kubernetes); omit for none.",
+        Update.KUBERNETES,
+        default=None,
+    )
+    cloud: CloudSpec | None = spec(
+        "Cloud (AWS, GCP, Azure, Nebius) where the Pulumi stacks create managed Kubernetes and GPU pools; "
+        "omit for on-premises clusters.",
+        Update.REBUILD,
+        default=None,
     )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from gpucluster.cluster import Cluster
+from gpucluster.k8s.render import render_helm, render_kubernetes
 from gpucluster.render.files import write_tree
 from gpucluster.render.slurm import render_slurm
 
@@ -14,6 +15,8 @@ Renderer = Callable[[Cluster], dict[str, str]]
 # Each renderer owns a top-level folder of the output tree.
 RENDERERS: dict[str, Renderer] = {
     "slurm": render_slurm,
+    "kubernetes": render_kubernetes,
+    "helm": render_helm,
 }
 
 

@@ -1,0 +1,179 @@
+"""The inventory resolved to cloud node pools: what every stack builds, computed once.
+
+A pool is the hosts of one node type in one fabric unit (leaf switch or NVLink block): its size is
+the number of those hosts, its GPUs per node come from the node type, and its labels are the fabric
+labels all its hosts share, so the Kubernetes layer sees the same topology the Slurm configs use.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+from gpucluster.cloud.catalog import GpuMachine, gpu_machine
+from gpucluster.cloud.model import Capacity, CloudSpec, PoolSettings, Taint
+from gpucluster.k8s.model import KubernetesSpec
+from gpucluster.k8s.names import BLOCK_LABEL, GPU_TAINT_KEY, NODE_TYPE_LABEL, fabric_label
+
+if TYPE_CHECKING:  # the cluster module runs the cloud checks; keep this import type-only
+    from gpucluster.cluster import Cluster
+
+GPU_TAINT = Taint(key=GPU_TAINT_KEY, value="present", effect="NoSchedule")
+POOL_LABEL = "gpucluster.io/pool"
+
+DriverOwner = Literal["operator", "cloud"]
+
+
+@dataclass(frozen=True)
+class PoolPlan:
+    """One cloud node pool."""
+
+    name: str
+    node_type: str
+    key: str  # inventory key path of the pool's settings, for messages
+    hosts: tuple[str, ...]
+    instance_type: str | None
+    gpus: int  # per node, from the inventory node type
+    gpu_model: str | None
+    machine: GpuMachine | None  # catalog facts of instance_type
+    settings: PoolSettings
+    zone: str | None
+    taints: tuple[Taint, ...]
+    labels: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def size(self) -> int:
+        return len(self.hosts)
+
+    @property
+    def is_gpu(self) -> bool:
+        return self.gpus > 0
+
+    @property
+    def capacity(self) -> Capacity:
+        return self.settings.capacity
+
+
+@dataclass(frozen=True)
+class CloudPlan:
+    cluster_name: str
+    cloud: CloudSpec
+    kubernetes_version: str | None
+    driver_owner: DriverOwner
+    pools: tuple[PoolPlan, ...]
+
+    @property
+    def gpu_pools(self) -> tuple[PoolPlan, ...]:
+        return tuple(p for p in self.pools if p.is_gpu)
+
+    @property
+    def provider(self) -> str:
+        return self.cloud.provider
+
+
+def cloud_name(*parts: str, limit: int = 63) -> str:
+    """Lowercase, dash-separated resource name (every cloud accepts it), cut to `limit`."""
+    text = re.sub(r"[^a-z0-9-]+", "-", "-".join(parts).lower()).strip("-")
+    return text[:limit].rstrip("-")
+
+
+def host_labels(cluster: Cluster, host: str) -> dict[str, str]:
+    """Kubernetes node labels of a host from the inventory: node type, switch tiers, NVLink block."""
+    labels = {NODE_TYPE_LABEL: cluster.node_type_of[host]}
+    path = cluster.switch_path.get(host, ())
+    for height, switch in enumerate(reversed(path)):
+        labels[fabric_label(height)] = switch
+    if host in cluster.block_of:
+        labels[BLOCK_LABEL] = cluster.block_of[host]
+    return labels
+
+
+def shared_labels(cluster: Cluster, hosts: list[str]) -> dict[str, str]:
+    """Labels every host of the list has with the same value (a pool can only carry those)."""
+    common = host_labels(cluster, hosts[0])
+    for host in hosts[1:]:
+        theirs = host_labels(cluster, host)
+        common = {k: v for k, v in common.items() if theirs.get(k) == v}
+    return common
+
+
+def kubernetes_section(cluster: Cluster) -> KubernetesSpec | None:
+    """The `kubernetes:` section (owned by the Kubernetes layer), if the inventory has one."""
+    return cluster.spec.kubernetes
+
+
+def driver_owner(cluster: Cluster) -> DriverOwner:
+    """Who installs the GPU driver on cloud nodes, as the Kubernetes layer's GPU Operator values say.
+
+    `operator` only when the GPU Operator is installed with its driver container; otherwise (no
+    Kubernetes layer, operator disabled, driver `host`/`cloud`) the cloud's node image must carry it.
+    """
+    k8s = cluster.spec.kubernetes
+    if k8s is not None and k8s.gpu_operator.enabled and k8s.gpu_operator.driver == "operator":
+        return "operator"
+    return "cloud"
+
+
+def fabric_units(cluster: Cluster, hosts: list[str], split_by: str) -> list[tuple[str | None, list[str]]]:
+    """Hosts grouped by fabric unit (leaf switch or NVLink block), in host order."""
+    units: dict[str | None, list[str]] = {}
+    for host in hosts:
+        unit: str | None = None
+        if split_by == "leaf" and host in cluster.switch_path:
+            unit = cluster.switch_path[host][-1]
+        elif split_by == "block":
+            unit = cluster.block_of.get(host)
+        units.setdefault(unit, []).append(host)
+    return list(units.items())
+
+
+def plan_cloud(cluster: Cluster) -> CloudPlan | None:
+    """Pools of every node type, or None when the inventory has no `cloud:` section."""
+    cloud = cluster.spec.cloud
+    if cloud is None:
+        return None
+    k8s = cluster.spec.kubernetes
+    version = cloud.kubernetes_version
+    if version is None and k8s is not None:
+        version = ".".join(k8s.version.split(".")[:2])
+    pools: list[PoolPlan] = []
+    for type_name, hosts in cluster.hosts_by_type.items():
+        node_type = cluster.spec.node_types[type_name]
+        settings = cloud.pool_settings(type_name)
+        key = (
+            f"cluster.cloud.pools.{type_name}"
+            if type_name in cloud.pools
+            else f"cluster.node_types.{type_name}"
+        )
+        instance_type = settings.instance_type or node_type.instance_type
+        gpus = node_type.gpus.count if node_type.gpus else 0
+        taints = settings.taints if settings.taints is not None else ([GPU_TAINT] if gpus else [])
+        units = fabric_units(cluster, hosts, settings.split_by)
+        for unit, members in units:
+            name = cloud_name(cluster.name, type_name, *([unit] if unit and len(units) > 1 else []))
+            labels = {**shared_labels(cluster, members), **settings.labels}
+            labels[POOL_LABEL] = name
+            pools.append(
+                PoolPlan(
+                    name=name,
+                    node_type=type_name,
+                    key=key,
+                    hosts=tuple(members),
+                    instance_type=instance_type,
+                    gpus=gpus,
+                    gpu_model=node_type.gpus.model if node_type.gpus else None,
+                    machine=gpu_machine(cloud.provider, instance_type) if instance_type else None,
+                    settings=settings,
+                    zone=settings.zone or (cloud.zones[0] if cloud.zones else None),
+                    taints=tuple(taints),
+                    labels=labels,
+                )
+            )
+    return CloudPlan(
+        cluster_name=cluster.name,
+        cloud=cloud,
+        kubernetes_version=version,
+        driver_owner=driver_owner(cluster),
+        pools=tuple(pools),
+    )

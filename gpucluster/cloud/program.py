@@ -1,0 +1,51 @@
+"""The stack program every `stacks/<cloud>/__main__.py` runs: load, guard, build, export."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+import pulumi
+import yaml
+
+from gpucluster.cloud.config import StackConfig, check_stack, read_stack_config
+from gpucluster.cloud.guardrails import enforce
+from gpucluster.cloud.outputs import Built, ansible_inventory, pool_facts
+from gpucluster.cloud.plan import CloudPlan
+from gpucluster.cluster import Cluster, load_cluster
+from gpucluster.errors import InventoryError
+
+
+def guarded_plan(provider: str, stack_dir: Path) -> tuple[Cluster, CloudPlan, StackConfig]:
+    """Load the stack's inventory and run every guardrail; stop the program on any problem."""
+    stack = read_stack_config(provider, stack_dir)
+    try:
+        cluster = load_cluster(stack.inventory)
+        plan = enforce(cluster)
+        problems = check_stack(stack, plan)
+        if problems:
+            raise InventoryError(problems)
+    except InventoryError as exc:
+        # RunError ends `pulumi up`/`preview` with this message and no traceback, before any resource.
+        raise pulumi.RunError(
+            f"gpucluster: the {provider} stack was stopped by the guardrails:\n{exc}"
+        ) from None
+    return cluster, plan, stack
+
+
+def run(provider: str, stack_dir: Path) -> None:
+    cluster, plan, stack = guarded_plan(provider, stack_dir)
+    builder = importlib.import_module(f"gpucluster.cloud.{provider}")
+    built: Built = builder.build(plan, stack)
+    for key, value in built.outputs.items():
+        pulumi.export(key, value)
+    pulumi.export("kubeconfig", pulumi.Output.secret(built.kubeconfig))
+    pulumi.export("pools", {pool.name: pool_facts(pool) for pool in plan.pools})
+    pulumi.export(
+        "ansibleInventory", yaml.safe_dump(ansible_inventory(plan, stack.inventory), sort_keys=False)
+    )
+    if stack.install_kubernetes:
+        from gpucluster.cloud.kube_layer import KubernetesLayer
+
+        layer = KubernetesLayer(cluster, built.kubeconfig, built.node_pools)
+        pulumi.export("helmReleases", [r.name for r in layer.releases])

@@ -1,0 +1,214 @@
+"""Cross-checks of the `kubernetes:` section: the constraints the charts and APIs impose, caught
+before anything reaches a cluster (each one names the inventory key to change)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from gpucluster.errors import Problem, format_path
+from gpucluster.k8s.model import KubernetesSpec
+from gpucluster.k8s.names import ADDON_NAMESPACES, topology_levels
+
+if TYPE_CHECKING:  # the cluster module calls check_kubernetes; keep this import type-only
+    from gpucluster.cluster import Cluster
+
+K8S_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+# Oldest Kubernetes each part accepts, and why.
+MIN_KUBE_DRA = (1, 34)  # resource.k8s.io/v1 (DeviceClass, ResourceClaimTemplate) is GA in 1.34
+MIN_KUBE_CHARTS = (1, 29)  # kubeVersion of the Kueue and Slinky charts
+COMPUTE_DOMAIN_MIN_DRIVER = (570, 158, 1)
+MAX_TOPOLOGY_LEVELS = 16  # Kueue Topology.spec.levels maxItems
+
+
+def _version(text: str) -> tuple[int, ...] | None:
+    try:
+        return tuple(int(p) for p in text.split("."))
+    except ValueError:
+        return None
+
+
+class _KubernetesChecker:
+    def __init__(self, cluster: Cluster, k8s: KubernetesSpec) -> None:
+        self.cluster = cluster
+        self.k8s = k8s
+        self.file = cluster.inventory.cluster_file
+        self.problems: list[Problem] = []
+
+    def fail(self, parts: Sequence[str | int], message: str) -> None:
+        self.problems.append(self.file.problem(format_path(["cluster", "kubernetes", *parts]), message))
+
+    def fail_outside(self, parts: Sequence[str | int], message: str) -> None:
+        self.problems.append(self.file.problem(format_path(["cluster", *parts]), message))
+
+    def run(self) -> list[Problem]:
+        self.check_versions()
+        self.check_allocation()
+        self.check_nfd()
+        self.check_driver()
+        self.check_compute_domains()
+        self.check_slurm()
+        self.check_names()
+        self.check_topology()
+        return self.problems
+
+    def check_versions(self) -> None:
+        k8s = self.k8s
+        kube = k8s.version_tuple[:2]
+        if kube < MIN_KUBE_CHARTS:
+            self.fail(
+                ["version"],
+                f"Kubernetes {k8s.version} is older than 1.29, the oldest the Kueue and Slinky charts accept",
+            )
+        if k8s.dra.enabled and kube < MIN_KUBE_DRA:
+            self.fail(
+                ["version"],
+                f"the DRA driver and resource.k8s.io/v1 objects need Kubernetes >= 1.34 (this cluster: {k8s.version})",
+            )
+        crds, operator = k8s.versions.slinky_crds, k8s.versions.slinky_operator
+        if k8s.slurm and k8s.slurm.operator == "slinky" and crds.version != operator.version:
+            self.fail(
+                ["versions", "slinky_crds", "version"],
+                f"Slinky CRD chart {crds.version} differs from the operator chart {operator.version}; keep them equal",
+            )
+
+    def check_allocation(self) -> None:
+        k8s = self.k8s
+        if k8s.device_allocation == "dra":
+            if not k8s.dra.enabled:
+                self.fail(["dra", "enabled"], "device_allocation is `dra` but the DRA driver is not enabled")
+            if k8s.gpu_operator.mig_strategy != "none":
+                self.fail(
+                    ["gpu_operator", "mig_strategy"],
+                    "mig_strategy applies to the device plugin, which is off with device_allocation `dra` "
+                    "(DRA hands out MIG devices through the mig.nvidia.com DeviceClass); use `none`",
+                )
+        elif not k8s.gpu_operator.enabled and k8s.platform != "gke":
+            self.fail(
+                ["gpu_operator", "enabled"],
+                "device_allocation `device-plugin` needs the GPU Operator's device plugin "
+                "(or set device_allocation: dra)",
+            )
+
+    def check_nfd(self) -> None:
+        gpu, net = self.k8s.gpu_operator, self.k8s.network_operator
+        if gpu.enabled and gpu.nfd and net.enabled and net.nfd:
+            self.fail(
+                ["network_operator", "nfd"],
+                "only one Node Feature Discovery per cluster: the GPU Operator already deploys it (set nfd: false here)",
+            )
+        if net.enabled and not net.rdma_shared_device_plugin_version:
+            self.fail(
+                ["network_operator", "rdma_shared_device_plugin_version"],
+                "the NicClusterPolicy needs the RDMA shared device plugin version of the pinned Network Operator",
+            )
+        if net.enabled and not net.rdma_interfaces:
+            self.fail(
+                ["network_operator", "rdma_interfaces"], "name the RDMA netdevices to share (e.g. [ibp12s0])"
+            )
+        if net.enabled and not net.nfd and not (gpu.enabled and gpu.nfd):
+            self.fail(
+                ["network_operator", "nfd"],
+                "the Network Operator needs NFD labels: enable nfd here or in gpu_operator",
+            )
+
+    def check_driver(self) -> None:
+        gpu = self.k8s.gpu_operator
+        if gpu.driver_version is not None and gpu.driver != "operator":
+            self.fail(
+                ["gpu_operator", "driver_version"],
+                f"driver_version is set but the driver is owned by the {gpu.driver} (driver: {gpu.driver})",
+            )
+        if gpu.driver_version is not None and _version(gpu.driver_version) is None:
+            self.fail(
+                ["gpu_operator", "driver_version"],
+                f"{gpu.driver_version!r} is not a driver version like 580.95.05",
+            )
+
+    def check_compute_domains(self) -> None:
+        dra = self.k8s.dra
+        if not dra.compute_domains:
+            return
+        if not dra.enabled:
+            self.fail(
+                ["dra", "compute_domains"], "ComputeDomains come from the DRA driver, which is not enabled"
+            )
+        if not self.cluster.spec.fabric.blocks:
+            self.fail(
+                ["dra", "compute_domains"],
+                "ComputeDomains are made per NVLink block, but cluster.fabric.blocks is empty",
+            )
+        version = self.k8s.gpu_operator.driver_version
+        parsed = _version(version) if version else None
+        if parsed is not None and parsed < COMPUTE_DOMAIN_MIN_DRIVER:
+            self.fail(
+                ["gpu_operator", "driver_version"],
+                f"ComputeDomains need driver >= 570.158.01 (driver_version is {version})",
+            )
+
+    def check_slurm(self) -> None:
+        slurm = self.k8s.slurm
+        if slurm is None:
+            return
+        if slurm.accounting and not slurm.database_host:
+            self.fail(
+                ["slurm", "database_host"], "accounting is on but no database_host is given for slurmdbd"
+            )
+        if slurm.namespace in ADDON_NAMESPACES.values():
+            self.fail(["slurm", "namespace"], f"namespace `{slurm.namespace}` belongs to an add-on")
+
+    def check_names(self) -> None:
+        """Node types and tenants become Kubernetes object names and namespaces."""
+        for type_name, node_type in self.cluster.spec.node_types.items():
+            if node_type.gpus and not K8S_NAME.match(type_name):
+                self.fail_outside(
+                    ["node_types", type_name],
+                    "node type names become Kueue ResourceFlavor and DeviceClass names: use lowercase letters, digits, '-' and '.'",
+                )
+        taken = set(ADDON_NAMESPACES.values()) | {"default", "kube-system", "kube-public", "kube-node-lease"}
+        if self.k8s.slurm:
+            taken.add(self.k8s.slurm.namespace)
+        seen: dict[str, str] = {}
+        for index, tenant in enumerate(self.cluster.spec.tenants):
+            namespace = tenant.namespace or tenant.name
+            if not DNS_LABEL.match(namespace) or len(namespace) > 63:
+                self.fail_outside(
+                    ["tenants", index, "namespace"],
+                    f"`{namespace}` is not a valid namespace name (DNS label)",
+                )
+            elif namespace in taken:
+                self.fail_outside(
+                    ["tenants", index, "namespace"],
+                    f"namespace `{namespace}` is reserved for the system or an add-on",
+                )
+            elif namespace in seen:
+                self.fail_outside(
+                    ["tenants", index, "namespace"],
+                    f"namespace `{namespace}` is already used by tenant `{seen[namespace]}`",
+                )
+            seen[namespace] = tenant.name
+        if self.k8s.kai.enabled and self.k8s.kai.parent_queue in {t.name for t in self.cluster.spec.tenants}:
+            self.fail(
+                ["kai", "parent_queue"], f"parent queue `{self.k8s.kai.parent_queue}` has a tenant's name"
+            )
+        if self.k8s.kueue.enabled and self.k8s.kueue.cohort in {t.name for t in self.cluster.spec.tenants}:
+            self.fail(["kueue", "cohort"], f"cohort `{self.k8s.kueue.cohort}` has a tenant's name")
+
+    def check_topology(self) -> None:
+        levels = topology_levels(self.cluster)
+        if len(levels) > MAX_TOPOLOGY_LEVELS:
+            self.fail_outside(
+                ["fabric", "tree"],
+                f"the switch tree gives {len(levels)} topology levels; Kueue accepts at most {MAX_TOPOLOGY_LEVELS}",
+            )
+
+
+def check_kubernetes(cluster: Cluster) -> list[Problem]:
+    """Problems of the `kubernetes:` section (none when the section is absent)."""
+    k8s = cluster.spec.kubernetes
+    if k8s is None:
+        return []
+    return _KubernetesChecker(cluster, k8s).run()

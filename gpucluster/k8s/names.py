@@ -1,0 +1,112 @@
+"""Names shared by the Kubernetes renderers and checks: label keys, namespaces, topology levels."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the cluster module imports our checks; keep this import type-only
+    from gpucluster.cluster import Cluster
+
+LABEL_PREFIX = "gpucluster.io"
+NODE_TYPE_LABEL = f"{LABEL_PREFIX}/node-type"
+NODESET_LABEL = f"{LABEL_PREFIX}/slurm-nodeset"
+BLOCK_LABEL = f"{LABEL_PREFIX}/nvlink-block"
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+SLINKY_TOPOLOGY_ANNOTATION = "topology.slinky.slurm.net/spec"
+GPU_RESOURCE = "nvidia.com/gpu"
+GPU_TAINT_KEY = "nvidia.com/gpu"
+MANAGED_BY = {"app.kubernetes.io/managed-by": "gpucluster"}
+
+# Names of switch tiers counted from the leaf up; deeper trees number the rest.
+TIER_NAMES = ("leaf", "spine", "core")
+
+ADDON_NAMESPACES = {
+    "cert_manager": "cert-manager",
+    "network_operator": "network-operator",
+    "gpu_operator": "gpu-operator",
+    "dra_driver": "dra-driver-nvidia-gpu",
+    "kueue": "kueue-system",
+    "kai_scheduler": "kai-scheduler",
+    "slinky_operator": "slinky",
+    "soperator": "soperator-system",
+}
+
+
+def tier_name(height: int) -> str:
+    """Switch tier `height` levels above the hosts (0 = leaf)."""
+    return TIER_NAMES[height] if height < len(TIER_NAMES) else f"tier{height + 1}"
+
+
+def fabric_label(height: int) -> str:
+    return f"{LABEL_PREFIX}/fabric-{tier_name(height)}"
+
+
+def tree_depth(cluster: Cluster) -> int:
+    return max((len(path) for path in cluster.switch_path.values()), default=0)
+
+
+def blocks_nest_in_leaves(cluster: Cluster) -> bool:
+    """True when every NVLink block sits under one leaf switch (a block is then a finer level)."""
+    for hosts in cluster.blocks.values():
+        leaves = {cluster.switch_path[h][-1] for h in hosts if h in cluster.switch_path}
+        if len(leaves) > 1:
+            return False
+    return True
+
+
+def topology_levels(cluster: Cluster) -> list[str]:
+    """Node labels from the widest level to the narrowest, hostname last (Kueue/KAI Topology levels).
+
+    Switch tiers come first, then the NVLink block when blocks nest inside leaf switches. When they
+    do not nest, only the kind Slurm uses by default is kept, so every level refines the one above.
+    """
+    depth = tree_depth(cluster)
+    tree = [fabric_label(h) for h in reversed(range(depth))]
+    block = [BLOCK_LABEL] if cluster.blocks else []
+    if tree and block and not blocks_nest_in_leaves(cluster):
+        prefers_tree = cluster.spec.fabric.default == "tree"
+        levels = tree if prefers_tree else block
+    else:
+        levels = tree + block
+    return [*levels, HOSTNAME_LABEL]
+
+
+def k8s_name(*parts: str) -> str:
+    """A DNS-label-safe object name from parts (lowercase, '_' and '.' become '-')."""
+    text = "-".join(parts).lower().replace("_", "-").replace(".", "-")
+    return text.strip("-")
+
+
+@dataclass(frozen=True)
+class NodeSetGroup:
+    """Hosts of one node type that belong to the same partitions: one Slurm NodeSet."""
+
+    name: str
+    node_type: str
+    partitions: tuple[str, ...]
+    hosts: tuple[str, ...]
+
+
+def nodeset_groups(cluster: Cluster) -> list[NodeSetGroup]:
+    membership: dict[str, list[str]] = {}
+    for partition in cluster.spec.partitions:
+        for host in cluster.partitions.get(partition.name, []):
+            membership.setdefault(host, []).append(partition.name)
+    grouped: dict[tuple[str, tuple[str, ...]], list[str]] = {}
+    for host in cluster.hosts:
+        key = (cluster.node_type_of[host], tuple(membership.get(host, [])))
+        grouped.setdefault(key, []).append(host)
+    per_type: dict[str, int] = {}
+    for type_name, _ in grouped:
+        per_type[type_name] = per_type.get(type_name, 0) + 1
+    groups = []
+    for index, ((type_name, partitions), hosts) in enumerate(sorted(grouped.items())):
+        if per_type[type_name] == 1:
+            name = k8s_name(type_name)
+        else:
+            name = k8s_name(type_name, *partitions)
+            if len(name) > 40:
+                name = k8s_name(type_name, f"g{index}")
+        groups.append(NodeSetGroup(name, type_name, partitions, tuple(hosts)))
+    return groups

@@ -1,0 +1,408 @@
+"""Kubernetes objects that make the inventory true on a cluster: node labels, topologies, Kueue
+flavors and queues, KAI queues, tenant namespaces, DRA examples, ComputeDomains, NicClusterPolicy.
+
+Everything is plain data built in Python; render.py dumps it as YAML.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from gpucluster.cluster import Cluster
+from gpucluster.k8s.model import KubernetesSpec
+from gpucluster.k8s.names import (
+    BLOCK_LABEL,
+    GPU_RESOURCE,
+    GPU_TAINT_KEY,
+    MANAGED_BY,
+    NODE_TYPE_LABEL,
+    NODESET_LABEL,
+    SLINKY_TOPOLOGY_ANNOTATION,
+    fabric_label,
+    k8s_name,
+    nodeset_groups,
+    topology_levels,
+)
+from gpucluster.model import Tenant
+
+Obj = dict[str, Any]
+
+KUEUE_API = "kueue.x-k8s.io/v1beta2"
+KAI_QUEUE_API = "scheduling.run.ai/v2"
+KAI_TOPOLOGY_API = "kai.scheduler/v1alpha1"
+RESOURCE_API = "resource.k8s.io/v1"
+COMPUTE_DOMAIN_API = "resource.nvidia.com/v1beta1"
+NIC_POLICY_API = "mellanox.com/v1alpha1"
+GPU_DRIVER = "gpu.nvidia.com"
+
+# Names the Slurm renderer gives its topologies in topology.yaml (templates/slurm/topology.yaml.j2).
+SLURM_TREE_TOPOLOGY = "fabric-tree"
+SLURM_BLOCK_TOPOLOGY = "nvlink-blocks"
+
+
+def _meta(name: str, namespace: str | None = None, **extra: Any) -> Obj:
+    meta: Obj = {"name": name}
+    if namespace is not None:
+        meta["namespace"] = namespace
+    labels = dict(MANAGED_BY)
+    labels.update(extra.pop("labels", {}))
+    meta["labels"] = labels
+    meta.update(extra)
+    return meta
+
+
+def _obj(api: str, kind: str, metadata: Obj, **body: Any) -> Obj:
+    return {"apiVersion": api, "kind": kind, "metadata": metadata, **body}
+
+
+def gpu_toleration() -> Obj:
+    return {"key": GPU_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}
+
+
+def namespace_of(tenant: Tenant) -> str:
+    return tenant.namespace or tenant.name
+
+
+def leaf_tenants(cluster: Cluster) -> list[Tenant]:
+    parents = {t.parent for t in cluster.spec.tenants if t.parent}
+    return sorted((t for t in cluster.spec.tenants if t.name not in parents), key=lambda t: t.name)
+
+
+def parent_tenants(cluster: Cluster) -> list[Tenant]:
+    parents = {t.parent for t in cluster.spec.tenants if t.parent}
+    return sorted((t for t in cluster.spec.tenants if t.name in parents), key=lambda t: t.name)
+
+
+def gpu_node_types(cluster: Cluster) -> list[str]:
+    return [name for name in sorted(cluster.hosts_by_type) if cluster.spec.node_types[name].gpus is not None]
+
+
+# --- nodes -----------------------------------------------------------------
+
+
+def slinky_topology_spec(cluster: Cluster, host: str) -> str | None:
+    """`fabric-tree:<leaf>,nvlink-blocks:<block>`: the host's unit in each Slurm topology."""
+    parts = []
+    if host in cluster.block_of:
+        parts.append(f"{SLURM_BLOCK_TOPOLOGY}:{cluster.block_of[host]}")
+    if host in cluster.switch_path:
+        parts.append(f"{SLURM_TREE_TOPOLOGY}:{cluster.switch_path[host][-1]}")
+    return ",".join(parts) or None
+
+
+def node_objects(cluster: Cluster, k8s: KubernetesSpec) -> list[Obj]:
+    """Label (and annotation) patches for each inventory host, which is the Kubernetes node name."""
+    nodeset_of = (
+        {host: group.name for group in nodeset_groups(cluster) for host in group.hosts}
+        if k8s.slurm is not None
+        else {}
+    )
+    nodes = []
+    for host in cluster.hosts:
+        node_type = cluster.node_type(host)
+        labels: dict[str, str] = {NODE_TYPE_LABEL: cluster.node_type_of[host]}
+        path = cluster.switch_path.get(host, ())
+        for height, switch in enumerate(reversed(path)):
+            labels[fabric_label(height)] = switch
+        if host in cluster.block_of:
+            labels[BLOCK_LABEL] = cluster.block_of[host]
+        for feature in node_type.features:
+            labels[f"gpucluster.io/feature-{k8s_name(feature)}"] = "true"
+        if host in nodeset_of:
+            labels[NODESET_LABEL] = nodeset_of[host]
+        metadata: Obj = {"name": host, "labels": dict(sorted(labels.items()))}
+        if k8s.slurm is not None and k8s.slurm.operator == "slinky":
+            topo = slinky_topology_spec(cluster, host)
+            if topo:
+                metadata["annotations"] = {SLINKY_TOPOLOGY_ANNOTATION: topo}
+        nodes.append({"apiVersion": "v1", "kind": "Node", "metadata": metadata})
+    return nodes
+
+
+# --- topology ----------------------------------------------------------------
+
+
+def has_topology(cluster: Cluster) -> bool:
+    return bool(cluster.switch_path or cluster.blocks)
+
+
+def kueue_topology(cluster: Cluster) -> Obj:
+    levels = [{"nodeLabel": label} for label in topology_levels(cluster)]
+    return _obj(KUEUE_API, "Topology", _meta(k8s_name(cluster.name)), spec={"levels": levels})
+
+
+def kai_topology(cluster: Cluster) -> Obj:
+    levels = [{"nodeLabel": label} for label in topology_levels(cluster)]
+    return _obj(KAI_TOPOLOGY_API, "Topology", _meta(k8s_name(cluster.name)), spec={"levels": levels})
+
+
+# --- tenants: namespaces and quotas ------------------------------------------------
+
+
+def tenant_namespaces(cluster: Cluster, k8s: KubernetesSpec) -> list[Obj]:
+    level = k8s.pod_security
+    objects = []
+    for tenant in leaf_tenants(cluster):
+        labels = {
+            "pod-security.kubernetes.io/enforce": level,
+            "pod-security.kubernetes.io/audit": "restricted",
+            "pod-security.kubernetes.io/warn": "restricted",
+            "gpucluster.io/tenant": tenant.name,
+        }
+        objects.append(_obj("v1", "Namespace", _meta(namespace_of(tenant), labels=labels)))
+    return objects
+
+
+@dataclass(frozen=True)
+class FlavorShare:
+    """A tenant's GPUs on one flavor, and the CPU/memory that come with them."""
+
+    flavor: str
+    gpus: int
+    millicpu: int
+    memory_mib: int
+
+
+def split_by_capacity(total: int, capacities: list[int]) -> list[int]:
+    """Split `total` across flavors in proportion to their GPU counts (largest remainder)."""
+    whole = sum(capacities)
+    if whole == 0:
+        return [0 for _ in capacities]
+    shares = [total * c // whole for c in capacities]
+    rests = sorted(range(len(capacities)), key=lambda i: (-(total * capacities[i] % whole), i))
+    for i in rests[: total - sum(shares)]:
+        shares[i] += 1
+    return shares
+
+
+def flavor_shares(cluster: Cluster, gpus: int) -> list[FlavorShare]:
+    types = gpu_node_types(cluster)
+    capacities = []
+    for name in types:
+        node_gpus = cluster.spec.node_types[name].gpus
+        capacities.append(len(cluster.hosts_by_type[name]) * (node_gpus.count if node_gpus else 0))
+    out = []
+    for name, share in zip(types, split_by_capacity(gpus, capacities), strict=True):
+        node_type = cluster.spec.node_types[name]
+        per_node = node_type.gpus.count if node_type.gpus else 1
+        out.append(
+            FlavorShare(
+                flavor=k8s_name(name),
+                gpus=share,
+                millicpu=node_type.cpus * 1000 * share // per_node,
+                memory_mib=node_type.memory_mb * share // per_node,
+            )
+        )
+    return out
+
+
+def resource_groups(cluster: Cluster, quota: int, limit: int) -> list[Obj]:
+    """One resource group: GPUs with the CPU and memory of their share of nodes."""
+    nominal = flavor_shares(cluster, quota)
+    ceiling = flavor_shares(cluster, limit)
+    flavors = []
+    for low, high in zip(nominal, ceiling, strict=True):
+        flavors.append(
+            {
+                "name": low.flavor,
+                "resources": [
+                    {
+                        "name": "cpu",
+                        "nominalQuota": f"{low.millicpu}m",
+                        "borrowingLimit": f"{high.millicpu - low.millicpu}m",
+                    },
+                    {
+                        "name": "memory",
+                        "nominalQuota": f"{low.memory_mib}Mi",
+                        "borrowingLimit": f"{high.memory_mib - low.memory_mib}Mi",
+                    },
+                    {"name": GPU_RESOURCE, "nominalQuota": low.gpus, "borrowingLimit": high.gpus - low.gpus},
+                ],
+            }
+        )
+    return [{"coveredResources": ["cpu", "memory", GPU_RESOURCE], "flavors": flavors}]
+
+
+def resource_flavors(cluster: Cluster, k8s: KubernetesSpec) -> list[Obj]:
+    objects = []
+    for name in gpu_node_types(cluster):
+        spec: Obj = {"nodeLabels": {NODE_TYPE_LABEL: name}}
+        if k8s.gpu_taint:
+            spec["tolerations"] = [gpu_toleration()]
+        if has_topology(cluster):
+            spec["topologyName"] = k8s_name(cluster.name)
+        objects.append(_obj(KUEUE_API, "ResourceFlavor", _meta(k8s_name(name)), spec=spec))
+    return objects
+
+
+def _cohort_of(tenant: Tenant, k8s: KubernetesSpec) -> str:
+    return tenant.parent or k8s.kueue.cohort
+
+
+def kueue_cohorts(cluster: Cluster, k8s: KubernetesSpec) -> list[Obj]:
+    """The root cohort, and one per parent tenant holding what its children do not."""
+    objects = [_obj(KUEUE_API, "Cohort", _meta(k8s.kueue.cohort), spec={})]
+    for tenant in parent_tenants(cluster):
+        children = [t for t in cluster.spec.tenants if t.parent == tenant.name]
+        own_quota = tenant.gpu_quota - sum(t.gpu_quota for t in children)
+        own_limit = max(own_quota, tenant.effective_limit - sum(t.gpu_quota for t in children))
+        spec = {
+            "parentName": _cohort_of(tenant, k8s),
+            "fairSharing": {"weight": tenant.fairshare},
+            "resourceGroups": resource_groups(cluster, own_quota, own_limit),
+        }
+        objects.append(_obj(KUEUE_API, "Cohort", _meta(tenant.name), spec=spec))
+    return objects
+
+
+def cluster_queues(cluster: Cluster, k8s: KubernetesSpec) -> list[Obj]:
+    objects = []
+    for tenant in leaf_tenants(cluster):
+        spec = {
+            "cohortName": _cohort_of(tenant, k8s),
+            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace_of(tenant)}},
+            "queueingStrategy": "BestEffortFIFO",
+            "fairSharing": {"weight": tenant.fairshare},
+            "preemption": {
+                "reclaimWithinCohort": "Any",
+                "borrowWithinCohort": {"policy": "LowerPriority"},
+                "withinClusterQueue": "LowerPriority",
+            },
+            "resourceGroups": resource_groups(cluster, tenant.gpu_quota, tenant.effective_limit),
+        }
+        objects.append(_obj(KUEUE_API, "ClusterQueue", _meta(tenant.name), spec=spec))
+    return objects
+
+
+def local_queues(cluster: Cluster) -> list[Obj]:
+    return [
+        _obj(
+            KUEUE_API,
+            "LocalQueue",
+            _meta(tenant.name, namespace_of(tenant)),
+            spec={"clusterQueue": tenant.name},
+        )
+        for tenant in leaf_tenants(cluster)
+    ]
+
+
+def kai_queues(cluster: Cluster, k8s: KubernetesSpec) -> list[Obj]:
+    """A parent queue over everything, a queue per parent tenant, a leaf queue per tenant.
+
+    GPU quota/limit are tenant numbers; CPU and memory are left unlimited (-1) so GPUs decide.
+    """
+    root = k8s.kai.parent_queue
+    total = cluster.total_gpus
+
+    def queue(name: str, parent: str | None, quota: int, limit: int, weight: int) -> Obj:
+        unlimited = {"quota": -1, "limit": -1, "overQuotaWeight": weight}
+        spec: Obj = {
+            "displayName": name,
+            "resources": {
+                "gpu": {"quota": quota, "limit": limit, "overQuotaWeight": weight},
+                "cpu": unlimited,
+                "memory": unlimited,
+            },
+        }
+        if parent is not None:
+            spec["parentQueue"] = parent
+        return _obj(KAI_QUEUE_API, "Queue", _meta(name), spec=spec)
+
+    objects = [queue(root, None, total, total, 1)]
+    for tenant in sorted(cluster.spec.tenants, key=lambda t: t.name):
+        parent = tenant.parent or root
+        objects.append(queue(tenant.name, parent, tenant.gpu_quota, tenant.effective_limit, tenant.fairshare))
+    return objects
+
+
+# --- DRA -------------------------------------------------------------------
+
+
+def device_class_name(type_name: str) -> str:
+    return f"{k8s_name(type_name)}.gpucluster.io"
+
+
+def device_classes(cluster: Cluster) -> list[Obj]:
+    """A DeviceClass per GPU node type: whole GPUs of that kind (by memory size when known)."""
+    objects = []
+    for name in gpu_node_types(cluster):
+        gpus = cluster.spec.node_types[name].gpus
+        assert gpus is not None
+        expression = f"device.driver == '{GPU_DRIVER}' && device.attributes['{GPU_DRIVER}'].type == 'gpu'"
+        if gpus.memory_gb:
+            expression += (
+                f" && device.capacity['{GPU_DRIVER}'].memory.compareTo(quantity('{gpus.memory_gb}G')) >= 0"
+            )
+        spec = {"selectors": [{"cel": {"expression": expression}}]}
+        objects.append(_obj(RESOURCE_API, "DeviceClass", _meta(device_class_name(name)), spec=spec))
+    return objects
+
+
+def resource_claim_templates(cluster: Cluster) -> list[Obj]:
+    """Per tenant namespace and GPU node type: one GPU, and all GPUs of a node."""
+    objects = []
+    namespaces = [namespace_of(t) for t in leaf_tenants(cluster)] or ["default"]
+    for namespace in namespaces:
+        for name in gpu_node_types(cluster):
+            gpus = cluster.spec.node_types[name].gpus
+            assert gpus is not None
+            for count in sorted({1, gpus.count}):
+                request = {
+                    "name": "gpus",
+                    "exactly": {
+                        "deviceClassName": device_class_name(name),
+                        "allocationMode": "ExactCount",
+                        "count": count,
+                    },
+                }
+                spec = {"spec": {"devices": {"requests": [request]}}}
+                meta = _meta(k8s_name(name, f"{count}gpu"), namespace)
+                objects.append(_obj(RESOURCE_API, "ResourceClaimTemplate", meta, spec=spec))
+    return objects
+
+
+def compute_domains(cluster: Cluster) -> list[Obj]:
+    """A ComputeDomain per NVLink block in each tenant namespace (multi-node NVLink via IMEX)."""
+    objects = []
+    namespaces = [namespace_of(t) for t in leaf_tenants(cluster)] or ["default"]
+    for namespace in namespaces:
+        for block, hosts in sorted(cluster.blocks.items()):
+            name = k8s_name(block)
+            spec = {
+                "numNodes": len(hosts),
+                "channel": {"resourceClaimTemplate": {"name": f"{name}-channel"}},
+            }
+            objects.append(_obj(COMPUTE_DOMAIN_API, "ComputeDomain", _meta(name, namespace), spec=spec))
+    return objects
+
+
+# --- Network Operator ----------------------------------------------------------------
+
+
+def nic_cluster_policy(k8s: KubernetesSpec, mirror_image: Callable[[str], str]) -> Obj:
+    """The one NicClusterPolicy (the chart does not create it)."""
+    net = k8s.network_operator
+    spec: Obj = {}
+    if net.doca_driver_version:
+        spec["ofedDriver"] = {
+            "image": "doca-driver",
+            "repository": mirror_image("nvcr.io/nvidia/mellanox"),
+            "version": net.doca_driver_version,
+        }
+    resources = [
+        {
+            "resourceName": "rdma_shared_device_a",
+            "rdmaHcaMax": 63,
+            "selectors": {"ifNames": list(net.rdma_interfaces)},
+        }
+    ]
+    spec["rdmaSharedDevicePlugin"] = {
+        "image": "k8s-rdma-shared-dev-plugin",
+        "repository": mirror_image("nvcr.io/nvidia/mellanox"),
+        "version": net.rdma_shared_device_plugin_version,
+        "config": json.dumps({"configList": resources}, sort_keys=True),
+    }
+    return _obj(NIC_POLICY_API, "NicClusterPolicy", _meta("nic-cluster-policy"), spec=spec)

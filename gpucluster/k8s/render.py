@@ -1,0 +1,295 @@
+"""The `kubernetes/` and `helm/` output folders: objects to apply, Helm values per chart, and
+manifests (releases and object files in install order) that the roles read."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import yaml
+
+from gpucluster.cluster import Cluster
+from gpucluster.k8s import objects as obj
+from gpucluster.k8s import values as val
+from gpucluster.k8s.mirror import chart_source, mirror_image
+from gpucluster.k8s.model import ChartPin, KubernetesSpec
+from gpucluster.k8s.names import ADDON_NAMESPACES
+
+
+class _Dumper(yaml.SafeDumper):
+    """Block style for multi-line strings (config files inside values stay readable)."""
+
+
+def _str(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in data else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
+
+
+_Dumper.add_representer(str, _str)
+
+
+def dump(documents: Iterable[Any], comment: str) -> str:
+    """Deterministic YAML: one document per object, insertion order kept, header first."""
+    body = yaml.dump_all(
+        list(documents),
+        Dumper=_Dumper,
+        sort_keys=False,
+        default_flow_style=False,
+        explicit_start=True,
+        width=110,
+    )
+    return f"{comment}\n{body}"
+
+
+@dataclass(frozen=True)
+class Release:
+    name: str
+    role: str
+    pin: ChartPin
+    namespace: str
+    values: dict[str, Any]
+    wait_for: str | None = None  # what the role waits on after install, beyond helm --wait
+
+
+def releases(cluster: Cluster, k8s: KubernetesSpec) -> list[Release]:
+    """Every Helm release, in install order (each needs the ones before it)."""
+    v = k8s.versions
+    out: list[Release] = []
+    if k8s.cert_manager.enabled:
+        out.append(
+            Release(
+                "cert-manager",
+                "cert_manager",
+                v.cert_manager,
+                ADDON_NAMESPACES["cert_manager"],
+                val.cert_manager_values(k8s),
+                wait_for="webhook",
+            )
+        )
+    if k8s.network_operator.enabled:
+        out.append(
+            Release(
+                "network-operator",
+                "network_operator",
+                v.network_operator,
+                ADDON_NAMESPACES["network_operator"],
+                val.network_operator_values(k8s),
+                wait_for="webhook",
+            )
+        )
+    if k8s.gpu_operator.enabled:
+        out.append(
+            Release(
+                "gpu-operator",
+                "gpu_operator",
+                v.gpu_operator,
+                ADDON_NAMESPACES["gpu_operator"],
+                val.gpu_operator_values(k8s),
+                wait_for="clusterpolicy-ready",
+            )
+        )
+    if k8s.dra.enabled:
+        out.append(
+            Release(
+                "dra-driver-nvidia-gpu",
+                "dra_driver",
+                v.dra_driver,
+                ADDON_NAMESPACES["dra_driver"],
+                val.dra_driver_values(k8s),
+            )
+        )
+    if k8s.kueue.enabled:
+        out.append(
+            Release(
+                "kueue",
+                "kueue",
+                v.kueue,
+                ADDON_NAMESPACES["kueue"],
+                val.kueue_values(cluster, k8s),
+                wait_for="webhook",
+            )
+        )
+    if k8s.kai.enabled:
+        out.append(
+            Release(
+                "kai-scheduler",
+                "kai_scheduler",
+                v.kai_scheduler,
+                ADDON_NAMESPACES["kai_scheduler"],
+                val.kai_values(cluster, k8s),
+                wait_for="webhook",
+            )
+        )
+    slurm = k8s.slurm
+    if slurm is not None and slurm.operator == "slinky":
+        operator_ns = ADDON_NAMESPACES["slinky_operator"]
+        out += [
+            Release("slurm-operator-crds", "slurm_on_k8s", v.slinky_crds, operator_ns, {}),
+            Release(
+                "slurm-operator",
+                "slurm_on_k8s",
+                v.slinky_operator,
+                operator_ns,
+                val.slinky_operator_values(k8s),
+                wait_for="webhook",
+            ),
+            Release(
+                "slurm",
+                "slurm_on_k8s",
+                v.slinky_slurm,
+                slurm.namespace,
+                val.slinky_slurm_values(cluster, k8s),
+            ),
+        ]
+    elif slurm is not None:
+        operator_ns = ADDON_NAMESPACES["soperator"]
+        out += [
+            Release("soperator-crds", "slurm_on_k8s", v.soperator_crds, operator_ns, {}),
+            Release("soperator", "slurm_on_k8s", v.soperator, operator_ns, {}, wait_for="webhook"),
+            Release(
+                "slurm-cluster",
+                "slurm_on_k8s",
+                v.soperator_cluster,
+                slurm.namespace,
+                val.soperator_cluster_values(cluster, k8s),
+            ),
+        ]
+    return out
+
+
+def release_manifest(cluster: Cluster, k8s: KubernetesSpec) -> dict[str, Any]:
+    entries = []
+    for release in releases(cluster, k8s):
+        chart, repo = chart_source(release.pin, k8s.registry_mirror)
+        entry: dict[str, Any] = {
+            "name": release.name,
+            "role": release.role,
+            "chart": chart,
+            "repo": repo,
+            "version": release.pin.version,
+            "namespace": release.namespace,
+            "values_file": f"helm/values/{release.name}.yaml",
+        }
+        if release.wait_for:
+            entry["wait_for"] = release.wait_for
+        entries.append(entry)
+    return {"cluster": cluster.name, "kubernetes_version": k8s.version, "releases": entries}
+
+
+@dataclass(frozen=True)
+class ObjectFile:
+    path: str
+    role: str
+    documents: list[dict[str, Any]]
+    retry: bool = False  # served by a webhook that can refuse calls right after install
+
+
+def object_files(cluster: Cluster, k8s: KubernetesSpec) -> list[ObjectFile]:
+    """Object files in apply order (namespaces before what lives in them)."""
+    files: list[ObjectFile] = []
+    if k8s.network_operator.enabled:
+        policy = obj.nic_cluster_policy(k8s, partial(mirror_image, k8s.registry_mirror))
+        files.append(ObjectFile("kubernetes/network/nic-cluster-policy.yaml", "network_operator", [policy]))
+    files.append(ObjectFile("kubernetes/nodes.yaml", "gpu_workloads", obj.node_objects(cluster, k8s)))
+    namespaces = obj.tenant_namespaces(cluster, k8s)
+    if namespaces:
+        files.append(ObjectFile("kubernetes/namespaces.yaml", "gpu_workloads", namespaces))
+    if k8s.dra.enabled:
+        files.append(
+            ObjectFile("kubernetes/dra/device-classes.yaml", "gpu_workloads", obj.device_classes(cluster))
+        )
+        files.append(
+            ObjectFile(
+                "kubernetes/dra/resource-claim-templates.yaml",
+                "gpu_workloads",
+                obj.resource_claim_templates(cluster),
+            )
+        )
+        if k8s.dra.compute_domains and cluster.blocks:
+            files.append(
+                ObjectFile(
+                    "kubernetes/dra/compute-domains.yaml", "gpu_workloads", obj.compute_domains(cluster)
+                )
+            )
+    if k8s.kueue.enabled:
+        if obj.has_topology(cluster):
+            files.append(
+                ObjectFile(
+                    "kubernetes/kueue/topology.yaml", "gpu_workloads", [obj.kueue_topology(cluster)], True
+                )
+            )
+        files.append(
+            ObjectFile(
+                "kubernetes/kueue/resource-flavors.yaml",
+                "gpu_workloads",
+                obj.resource_flavors(cluster, k8s),
+                True,
+            )
+        )
+        if cluster.spec.tenants:
+            files.append(
+                ObjectFile(
+                    "kubernetes/kueue/cohorts.yaml", "gpu_workloads", obj.kueue_cohorts(cluster, k8s), True
+                )
+            )
+            files.append(
+                ObjectFile(
+                    "kubernetes/kueue/cluster-queues.yaml",
+                    "gpu_workloads",
+                    obj.cluster_queues(cluster, k8s),
+                    True,
+                )
+            )
+            files.append(
+                ObjectFile(
+                    "kubernetes/kueue/local-queues.yaml", "gpu_workloads", obj.local_queues(cluster), True
+                )
+            )
+    if k8s.kai.enabled:
+        if obj.has_topology(cluster):
+            files.append(
+                ObjectFile("kubernetes/kai/topology.yaml", "gpu_workloads", [obj.kai_topology(cluster)], True)
+            )
+        if cluster.spec.tenants:
+            files.append(
+                ObjectFile("kubernetes/kai/queues.yaml", "gpu_workloads", obj.kai_queues(cluster, k8s), True)
+            )
+    return [f for f in files if f.documents]
+
+
+def object_manifest(cluster: Cluster, k8s: KubernetesSpec) -> dict[str, Any]:
+    entries = [
+        {"file": f.path, "role": f.role, "retry": f.retry, "kinds": sorted({d["kind"] for d in f.documents})}
+        for f in object_files(cluster, k8s)
+    ]
+    return {"cluster": cluster.name, "files": entries}
+
+
+def _header(cluster: Cluster) -> str:
+    # Imported here: gpucluster.render imports this module to register its renderers.
+    from gpucluster.render.templating import header
+
+    return header(cluster.source)
+
+
+def render_kubernetes(cluster: Cluster) -> dict[str, str]:
+    k8s = cluster.spec.kubernetes
+    if k8s is None:
+        return {}
+    comment = _header(cluster)
+    files = {f.path: dump(f.documents, comment) for f in object_files(cluster, k8s)}
+    files["kubernetes/manifest.yaml"] = dump([object_manifest(cluster, k8s)], comment)
+    return files
+
+
+def render_helm(cluster: Cluster) -> dict[str, str]:
+    k8s = cluster.spec.kubernetes
+    if k8s is None:
+        return {}
+    comment = _header(cluster)
+    files = {"helm/releases.yaml": dump([release_manifest(cluster, k8s)], comment)}
+    for release in releases(cluster, k8s):
+        files[f"helm/values/{release.name}.yaml"] = dump([release.values], comment)
+    return files

@@ -1,0 +1,257 @@
+"""Helm values for each chart, from the cluster model. Only keys that exist in the upstream chart
+values of the pinned version are set (tests/k8s checks that: Helm ignores a misspelt key)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from gpucluster.cluster import Cluster
+from gpucluster.k8s.mirror import apply_mirror
+from gpucluster.k8s.model import KubernetesSpec
+from gpucluster.k8s.names import GPU_RESOURCE, NODESET_LABEL, nodeset_groups
+from gpucluster.k8s.objects import device_class_name, gpu_node_types, gpu_toleration
+
+Values = dict[str, Any]
+
+GKE_DRIVER_DIR = "/home/kubernetes/bin/nvidia"
+
+
+def cert_manager_values(k8s: KubernetesSpec) -> Values:
+    values: Values = {"crds": {"enabled": True, "keep": True}}
+    apply_mirror("cert-manager", values, k8s.registry_mirror)
+    return values
+
+
+def network_operator_values(k8s: KubernetesSpec) -> Values:
+    values: Values = {
+        "nfd": {"enabled": k8s.network_operator.nfd},
+        "upgradeCRDs": True,
+        "sriovNetworkOperator": {"enabled": False},
+    }
+    apply_mirror("network-operator", values, k8s.registry_mirror)
+    return values
+
+
+def gpu_operator_values(k8s: KubernetesSpec) -> Values:
+    gpu = k8s.gpu_operator
+    driver: Values = {"enabled": gpu.driver == "operator"}
+    if gpu.driver_version:
+        driver["version"] = gpu.driver_version
+    values: Values = {
+        "operator": {"upgradeCRD": True},
+        "nfd": {"enabled": gpu.nfd},
+        "cdi": {"enabled": True},
+        "driver": driver,
+        "toolkit": {"enabled": gpu.toolkit},
+        # The DRA driver allocates GPUs in `dra` mode: the device plugin must not advertise them too.
+        "devicePlugin": {"enabled": k8s.device_allocation == "device-plugin"},
+        "mig": {"strategy": gpu.mig_strategy},
+        "dcgmExporter": {"serviceMonitor": {"enabled": gpu.dcgm_service_monitor}},
+        "daemonsets": {"tolerations": [gpu_toleration()]},
+    }
+    if k8s.platform == "gke":
+        # GKE installs the driver under its own path; the toolkit must look there.
+        values["hostPaths"] = {"driverInstallDir": GKE_DRIVER_DIR}
+        values["toolkit"]["installDir"] = GKE_DRIVER_DIR
+    apply_mirror("gpu-operator", values, k8s.registry_mirror)
+    return values
+
+
+def dra_driver_root(k8s: KubernetesSpec) -> str:
+    if k8s.dra.driver_root:
+        return k8s.dra.driver_root
+    if k8s.platform == "gke" and k8s.gpu_operator.driver != "operator":
+        return GKE_DRIVER_DIR
+    return "/run/nvidia/driver" if k8s.gpu_operator.driver == "operator" else "/"
+
+
+def dra_driver_values(k8s: KubernetesSpec) -> Values:
+    gpus = k8s.device_allocation == "dra"
+    values: Values = {
+        "nvidiaDriverRoot": dra_driver_root(k8s),
+        # Auto-detection needs a live API server; rendering must not depend on one.
+        "resourceApiVersion": "resource.k8s.io/v1",
+        # The chart refuses GPU allocation unless told the GPU Operator's device plugin is off.
+        "gpuResourcesEnabledOverride": gpus,
+        "resources": {"gpus": {"enabled": gpus}, "computeDomains": {"enabled": k8s.dra.compute_domains}},
+        "kubeletPlugin": {"tolerations": [gpu_toleration()]},
+    }
+    apply_mirror("dra-driver-nvidia-gpu", values, k8s.registry_mirror)
+    return values
+
+
+def kueue_configuration(cluster: Cluster, k8s: KubernetesSpec) -> Values:
+    """The config.kueue.x-k8s.io/v1beta2 Configuration the chart mounts into the manager."""
+    config: Values = {
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+        "kind": "Configuration",
+        "health": {"healthProbeBindAddress": ":8081"},
+        "metrics": {"bindAddress": ":8443", "enableClusterQueueResources": True},
+        "webhook": {"port": 9443},
+        "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
+        "integrations": {"frameworks": list(k8s.kueue.integrations)},
+        "fairSharing": {"preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]},
+    }
+    if k8s.kueue.wait_for_pods_ready:
+        config["waitForPodsReady"] = {
+            "timeout": "10m",
+            "blockAdmission": False,
+            "requeuingStrategy": {
+                "timestamp": "Eviction",
+                "backoffBaseSeconds": 60,
+                "backoffMaxSeconds": 3600,
+            },
+        }
+    if k8s.device_allocation == "dra":
+        # Count DRA claims against the same nvidia.com/gpu quota the ClusterQueues hold.
+        classes = ["gpu.nvidia.com", *(device_class_name(t) for t in gpu_node_types(cluster))]
+        config["resources"] = {"deviceClassMappings": [{"name": GPU_RESOURCE, "deviceClassNames": classes}]}
+        config["featureGates"] = {"DynamicResourceAllocation": True}
+    return config
+
+
+def kueue_values(cluster: Cluster, k8s: KubernetesSpec) -> Values:
+    config = yaml.safe_dump(kueue_configuration(cluster, k8s), sort_keys=False, default_flow_style=False)
+    values: Values = {
+        "enableCertManager": k8s.cert_manager.enabled,
+        "managerConfig": {"controllerManagerConfigYaml": config},
+    }
+    apply_mirror("kueue", values, k8s.registry_mirror)
+    return values
+
+
+def kai_values(cluster: Cluster, k8s: KubernetesSpec) -> Values:
+    values: Values = {
+        # gpucluster creates the tenants' queues; a catch-all default queue would bypass their quotas.
+        "defaultQueue": {"createDefaultQueue": not cluster.spec.tenants},
+        "admission": {"cdi": True},
+    }
+    apply_mirror("kai-scheduler", values, k8s.registry_mirror)
+    return values
+
+
+def slinky_operator_values(k8s: KubernetesSpec) -> Values:
+    values: Values = {"crds": {"enabled": False}, "certManager": {"enabled": True}}
+    apply_mirror("slurm-operator", values, k8s.registry_mirror)
+    return values
+
+
+def _partition_config(cluster: Cluster, name: str) -> Values:
+    partition = next(p for p in cluster.spec.partitions if p.name == name)
+    config: Values = {
+        "Default": "YES" if partition.default else "NO",
+        "MaxTime": partition.max_time,
+        "State": "UP",
+    }
+    if partition.default_time:
+        config["DefaultTime"] = partition.default_time
+    if partition.exclusive:
+        config["OverSubscribe"] = "EXCLUSIVE"
+    if partition.priority_tier is not None:
+        config["PriorityTier"] = str(partition.priority_tier)
+    if partition.tenants:
+        config["AllowAccounts"] = ",".join(partition.tenants)
+    return config
+
+
+def slinky_slurm_values(cluster: Cluster, k8s: KubernetesSpec) -> Values:
+    """The `slurm` chart: one NodeSet per group of same-type hosts in the same partitions."""
+    # Imported here: gpucluster.render registers this package's renderers at import time.
+    from gpucluster.render.slurm import render_gres_conf, render_topology_yaml
+
+    assert k8s.slurm is not None
+    config_files: Values = {}
+    gres = render_gres_conf(cluster)
+    if gres is not None:
+        config_files["gres.conf"] = gres
+    topology = render_topology_yaml(cluster)
+    if topology is not None:
+        config_files["topology.yaml"] = topology
+    nodesets: Values = {}
+    for group in nodeset_groups(cluster):
+        node_type = cluster.spec.node_types[group.node_type]
+        conf: Values = {}
+        slurmd: Values = {}
+        if node_type.gpus:
+            conf["Gres"] = [f"gpu:{node_type.gpus.model}:{node_type.gpus.count}"]
+            if k8s.device_allocation == "device-plugin":
+                slurmd["resources"] = {"limits": {GPU_RESOURCE: node_type.gpus.count}}
+        if node_type.features:
+            conf["Features"] = list(node_type.features)
+        nodeset: Values = {
+            "enabled": True,
+            "replicas": len(group.hosts),
+            "extraConfMap": conf,
+            "partition": {"enabled": False},
+            "podSpec": {"nodeSelector": {NODESET_LABEL: group.name}},
+        }
+        if slurmd:
+            nodeset["slurmd"] = slurmd
+        if node_type.gpus and k8s.gpu_taint:
+            nodeset["podSpec"]["tolerations"] = [gpu_toleration()]
+        nodesets[group.name] = nodeset
+    partitions: Values = {}
+    for partition in cluster.spec.partitions:
+        members = [g.name for g in nodeset_groups(cluster) if partition.name in g.partitions]
+        partitions[partition.name] = {
+            "enabled": True,
+            "nodesets": members,
+            "configMap": _partition_config(cluster, partition.name),
+        }
+    values: Values = {
+        "clusterName": cluster.name,
+        "configFiles": config_files,
+        "controller": {"extraConfMap": {"GresTypes": "gpu"} if gres else {}},
+        "nodesets": nodesets,
+        "partitions": partitions,
+        "accounting": {"enabled": k8s.slurm.accounting},
+    }
+    if k8s.slurm.accounting:
+        values["accounting"]["storageConfig"] = {
+            "host": k8s.slurm.database_host,
+            "passwordKeyRef": {"name": k8s.slurm.database_password_secret, "key": "password"},
+        }
+    if k8s.slurm.login_replicas:
+        values["loginsets"] = {"login": {"enabled": True, "replicas": k8s.slurm.login_replicas}}
+    apply_mirror("slurm", values, k8s.registry_mirror)
+    return values
+
+
+def soperator_cluster_values(cluster: Cluster, k8s: KubernetesSpec) -> Values:
+    """Soperator's `slurm-cluster` chart: structured partitions over its node sets."""
+    groups = nodeset_groups(cluster)
+    partitions = []
+    for partition in cluster.spec.partitions:
+        config = " ".join(f"{k}={v}" for k, v in _partition_config(cluster, partition.name).items())
+        refs = [g.name for g in groups if partition.name in g.partitions]
+        partitions.append({"name": partition.name, "nodeSetRefs": refs, "config": config})
+    filters = [
+        {
+            "name": group.name,
+            "affinity": {
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {
+                        "nodeSelectorTerms": [
+                            {
+                                "matchExpressions": [
+                                    {"key": NODESET_LABEL, "operator": "In", "values": [group.name]}
+                                ]
+                            }
+                        ]
+                    }
+                }
+            },
+            "tolerations": [gpu_toleration()] if cluster.spec.node_types[group.node_type].gpus else [],
+        }
+        for group in groups
+    ]
+    values: Values = {
+        "clusterName": cluster.name,
+        "partitionConfiguration": {"configType": "structured", "partitions": partitions},
+        "k8sNodeFilters": filters,
+    }
+    if cluster.blocks:
+        values["slurmConfig"] = {"topologyPlugin": "topology/block"}
+    return values

@@ -1,0 +1,87 @@
+"""The lab's own Ansible inventory: the source inventory's files plus podman connection vars.
+
+The directory keeps the source's basename (`lab`), so the header of every rendered file, which
+names the inventory directory, is the same as `gpucluster render inventories/lab` writes.
+"""
+
+from __future__ import annotations
+
+import secrets
+import shutil
+from pathlib import Path
+
+import yaml
+
+from gpucluster.cluster import Cluster
+from gpucluster.lab.nodes import container_name
+from gpucluster.lab.paths import state_dir
+from gpucluster.lab.shell import run
+
+VAULT_PASSWORD_FILE = "vault-password"
+
+
+def inventory_dir(source: Path) -> Path:
+    return state_dir() / "inventory" / source.resolve().name
+
+
+def vault_password_file() -> Path:
+    return state_dir() / VAULT_PASSWORD_FILE
+
+
+def _write(path: Path, text: str, mode: int = 0o644) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.is_file() or path.read_text(encoding="utf-8") != text:
+        path.write_text(text, encoding="utf-8")
+    path.chmod(mode)
+
+
+def _vaulted_db_password(target: Path) -> None:
+    """A random slurmdbd database password, encrypted with a vault password kept in the state dir."""
+    vault_file = vault_password_file()
+    if not vault_file.is_file():
+        _write(vault_file, secrets.token_urlsafe(32) + "\n", 0o600)
+    if target.is_file():
+        return
+    encrypted = run(
+        [
+            "ansible-vault", "encrypt_string",
+            "--vault-password-file", str(vault_file),
+            "--name", "slurm_dbd_db_password",
+            secrets.token_urlsafe(24),
+        ]
+    ).stdout  # fmt: skip
+    _write(
+        target,
+        "---\n# Written by gpucluster lab (vault password: ../../../vault-password).\n" + encrypted,
+        0o600,
+    )
+
+
+def write_inventory(source: Path, cluster: Cluster) -> Path:
+    """Copy hosts.yml and the group_vars of `all`; add host_vars that reach each host through podman."""
+    target = inventory_dir(source)
+    hosts_file = next(p for p in (source / "hosts.yml", source / "hosts.yaml") if p.is_file())
+    _write(target / "hosts.yml", hosts_file.read_text(encoding="utf-8"))
+    source_vars = source / "group_vars" / "all"
+    for path in sorted(source_vars.glob("*.y*ml")) if source_vars.is_dir() else []:
+        _write(target / "group_vars" / "all" / path.name, path.read_text(encoding="utf-8"))
+    _vaulted_db_password(target / "group_vars" / "all" / "lab-vault.yml")
+    # host_vars, not group_vars/all: the implicit localhost (where rendering runs) must stay local.
+    for host in cluster.inventory.hostvars:
+        doc = {
+            "ansible_connection": "containers.podman.podman",
+            "ansible_host": container_name(host),
+            "ansible_python_interpreter": "/usr/bin/python3",
+            # An absolute path saves a `podman exec` per task (no `echo ~`); not /tmp, which is a
+            # tmpfs inside the container that podman's host-side mount does not see.
+            "ansible_remote_tmp": "/root/.ansible/tmp",
+        }
+        _write(target / "host_vars" / f"{host}.yml", "---\n" + yaml.safe_dump(doc, sort_keys=True))
+    return target
+
+
+def remove_inventory(source_name: str) -> None:
+    shutil.rmtree(state_dir() / "inventory" / source_name, ignore_errors=True)
+
+
+__all__ = ["inventory_dir", "remove_inventory", "vault_password_file", "write_inventory"]

@@ -1,0 +1,194 @@
+"""`lab up / status / run / down`: the steps, in order, each safe to repeat."""
+
+from __future__ import annotations
+
+import ipaddress
+import shutil
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from gpucluster.cluster import Cluster, load_cluster
+from gpucluster.hostlists import expand
+from gpucluster.lab import image, network, nodes
+from gpucluster.lab.inventory import remove_inventory, vault_password_file, write_inventory
+from gpucluster.lab.paths import DEFAULT_INVENTORY, podman_env, state_dir
+from gpucluster.lab.playbook import PlaybookRun, run_playbook
+from gpucluster.lab.shell import LabError, run
+from gpucluster.lab.state import LabState
+
+Progress = Callable[[str], None]
+# A Unix user on every lab host who belongs to no tenant (accounting must refuse its jobs).
+OUTSIDER = "outsider"
+FIRST_UID = 2001
+
+
+@dataclass(frozen=True)
+class SmokeResult:
+    command: str
+    output: str
+    ok: bool
+
+
+def lab_hosts(cluster: Cluster) -> list[str]:
+    """Every inventory host: controllers, accounting host and nodes."""
+    return list(cluster.inventory.hostvars)
+
+
+def lab_users(cluster: Cluster) -> dict[str, int]:
+    names = set(cluster.spec.users) | {u for t in cluster.spec.tenants for u in t.users}
+    return {name: FIRST_UID + index for index, name in enumerate([*sorted(names), OUTSIDER])}
+
+
+def gpu_devices(cluster: Cluster, host: str) -> list[str]:
+    if host not in cluster.node_type_of:
+        return []
+    gpus = cluster.node_type(host).gpus
+    return expand(gpus.devices) if gpus and gpus.devices else []
+
+
+def controller_container(state: LabState | None = None) -> str:
+    state = state or LabState.load()
+    if state is None or not state.inventory:
+        raise LabError("no lab is up (run `gpucluster lab up`)")
+    cluster = load_cluster(state.inventory)
+    return nodes.container_name(cluster.spec.slurm.controller[0])
+
+
+def up(
+    inventory: Path = DEFAULT_INVENTORY, progress: Progress = print, rebuild_image: bool = False
+) -> PlaybookRun:
+    """Build or reuse the image, start the hosts, run playbooks/slurm.yml; idempotent."""
+    cluster = load_cluster(inventory)
+    state = LabState.load() or LabState()
+    source = str(inventory.resolve())
+    if state.inventory and state.inventory != source:
+        raise LabError(f"a lab from {state.inventory} is up; run `gpucluster lab down` first")
+    state.inventory = source
+    state.subnet = state.subnet or network.DEFAULT_SUBNET
+    state.save()
+    tag, _ = image.ensure_image(progress, rebuild=rebuild_image)
+    state.image = tag
+    hosts = lab_hosts(cluster)
+    state.addresses = network.plan_addresses(hosts, state.subnet)
+    state.save()
+    prefix_len = ipaddress.ip_network(state.subnet).prefixlen
+    progress(f"network: bridge {network.BRIDGE}, {len(hosts)} namespaces on {state.subnet}")
+    network.ensure_bridge(state)
+    for index, host in enumerate(hosts):
+        network.ensure_node_network(state, index, host, state.addresses[host], prefix_len)
+    users = lab_users(cluster)
+    for host in hosts:
+        created = nodes.start_node(state, host, tag, state.addresses, gpu_devices(cluster, host))
+        progress(f"node {host}: {'started' if created else 'running'} ({state.addresses[host]})")
+    for host in hosts:
+        nodes.wait_for_systemd(nodes.container_name(host))
+        nodes.ensure_users(nodes.container_name(host), users)
+    target = write_inventory(inventory, cluster)
+    state.remember("files", str(target))
+    state.remember("files", str(vault_password_file()))
+    progress(f"playbook: ansible-playbook -i {target} playbooks/slurm.yml")
+    return run_playbook(target, progress)
+
+
+def converge(progress: Progress = print) -> PlaybookRun:
+    """Run the playbook again against the lab that is up."""
+    state = LabState.load()
+    if state is None or not state.inventory:
+        raise LabError("no lab is up (run `gpucluster lab up`)")
+    cluster = load_cluster(state.inventory)
+    target = write_inventory(Path(state.inventory), cluster)
+    return run_playbook(target, progress)
+
+
+def exec_in_controller(
+    command: Sequence[str], user: str | None = None, timeout: float | None = 300, check: bool = False
+) -> subprocess.CompletedProcess[str]:
+    args = ["podman", "exec", *(["--user", user] if user else []), controller_container(), *command]
+    return run(args, env=podman_env(), check=check, timeout=timeout)
+
+
+def smoke(cluster: Cluster) -> list[SmokeResult]:
+    """A few jobs that show the lab works: every node, one leaf, GPUs as a tenant user."""
+    tenant_user = next((u for t in cluster.spec.tenants for u in t.users), None)
+    gpus = next((t.gpus for t in cluster.spec.node_types.values() if t.gpus), None)
+    checks: list[tuple[str | None, list[str]]] = [
+        (None, ["sinfo", "--Node", "--format=%N %T %G"]),
+        (None, ["srun", f"-N{len(cluster.hosts)}", "--label", "hostname"]),
+    ]
+    if cluster.switches:
+        checks.append((None, ["srun", "-N2", "--switches=1", "--label", "hostname"]))
+    if gpus and tenant_user:
+        checks.append(
+            (
+                tenant_user,
+                [
+                    "srun",
+                    f"--gres=gpu:{gpus.model}:2",
+                    "sh",
+                    "-c",
+                    'echo "$(hostname) CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES"',
+                ],
+            )
+        )
+    results = []
+    for user, command in checks:
+        proc = exec_in_controller(command, user=user, timeout=120)
+        shown = " ".join(command) if user is None else f"(as {user}) " + " ".join(command)
+        results.append(SmokeResult(shown, (proc.stdout + proc.stderr).strip(), proc.returncode == 0))
+    return results
+
+
+def status_lines() -> list[tuple[str, str]]:
+    """(title, output) of sinfo, the topology and the queue, from the controller."""
+    sections = [
+        ("nodes", ["sinfo", "--Node", "--format=%N %P %T %G %E"]),
+        ("fabric", ["scontrol", "show", "topology"]),
+        ("jobs", ["squeue", "--format=%i %u %a %T %D %R %b"]),
+    ]
+    out = []
+    for title, command in sections:
+        proc = exec_in_controller(command, timeout=60)
+        out.append((title, (proc.stdout + proc.stderr).strip()))
+    return out
+
+
+def down(progress: Progress = print, remove_image: bool = False) -> list[str]:
+    """Remove what the state file lists (containers, namespaces, veths, bridge, files), nothing else."""
+    state = LabState.load()
+    if state is None:
+        progress("no lab state: nothing to remove")
+        return []
+    removed = nodes.remove_containers(state)
+    removed += network.remove_network(state)
+    for path in list(state.files):
+        target = Path(path)
+        if target.is_dir():
+            shutil.rmtree(target, ignore_errors=True)
+        else:
+            target.unlink(missing_ok=True)
+        removed.append(f"file {path}")
+        state.files.remove(path)
+        state.save()
+    if state.inventory:
+        remove_inventory(Path(state.inventory).name)
+    if remove_image and state.image and image.image_exists(state.image):
+        nodes.podman("rmi", state.image)
+        removed.append(f"image {state.image}")
+    for leftover in ("ansible.log", "containers.conf"):
+        (state_dir() / leftover).unlink(missing_ok=True)
+    LabState.path().unlink(missing_ok=True)
+    for line in removed:
+        progress(f"removed {line}")
+    return removed
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float, interval: float = 1.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return predicate()

@@ -1,0 +1,91 @@
+"""Lab hosts as podman containers running systemd, each in its own network namespace."""
+
+from __future__ import annotations
+
+import time
+
+from gpucluster.lab.network import netns_path
+from gpucluster.lab.paths import PREFIX, podman_env
+from gpucluster.lab.shell import LabError, run
+from gpucluster.lab.state import LabState
+
+LABEL = "io.gpucluster.lab"
+
+
+def container_name(host: str) -> str:
+    return f"{PREFIX}-{host}"
+
+
+def podman(*args: str, check: bool = True, timeout: float | None = None) -> str:
+    return run(["podman", *args], env=podman_env(), check=check, timeout=timeout).stdout
+
+
+def container_running(name: str) -> bool:
+    out = run(
+        ["podman", "container", "inspect", "--format", "{{.State.Running}}", name],
+        env=podman_env(),
+        check=False,
+    )
+    return out.returncode == 0 and out.stdout.strip() == "true"
+
+
+def container_exists(name: str) -> bool:
+    return run(["podman", "container", "exists", name], env=podman_env(), check=False).returncode == 0
+
+
+def start_node(state: LabState, host: str, image: str, addresses: dict[str, str], devices: list[str]) -> bool:
+    """Run (or start again) the container of `host`; True if it had to be created."""
+    name = container_name(host)
+    if container_exists(name):
+        if name not in state.containers:
+            raise LabError(f"container {name} exists but this lab did not create it")
+        if not container_running(name):
+            podman("start", name)
+        return False
+    args = [
+        "run", "-d", "--name", name, "--hostname", host,
+        "--label", f"{LABEL}={host}",
+        "--network", f"ns:{netns_path(host)}",
+        "--systemd=always", "--pull=never",
+    ]  # fmt: skip
+    for other, address in addresses.items():
+        args += ["--add-host", f"{other}:{address}"]
+    # Simulated GPUs: character devices named as gres.conf File= lists them.
+    for device in devices:
+        args += ["--device", f"/dev/null:{device}:rwm"]
+    state.containers[name] = host
+    state.save()
+    podman(*args, image, "/sbin/init")
+    return True
+
+
+def wait_for_systemd(name: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    status = ""
+    while time.monotonic() < deadline:
+        out = run(["podman", "exec", name, "systemctl", "is-system-running"], env=podman_env(), check=False)
+        status = out.stdout.strip()
+        if status in ("running", "degraded"):
+            return
+        time.sleep(0.5)
+    raise LabError(f"{name}: systemd did not finish booting in {timeout:.0f}s (state: {status or 'unknown'})")
+
+
+def ensure_users(name: str, users: dict[str, int]) -> None:
+    """Unix users for Slurm jobs (same uid on every host, as a directory service would give)."""
+    script = "; ".join(
+        f"id -u {user} >/dev/null 2>&1 || useradd --create-home --uid {uid} --user-group {user}"
+        for user, uid in users.items()
+    )
+    run(["podman", "exec", name, "sh", "-c", script], env=podman_env())
+
+
+def remove_containers(state: LabState) -> list[str]:
+    removed: list[str] = []
+    for name in list(state.containers):
+        if container_exists(name):
+            podman("rm", "--force", "--time", "0", name, timeout=120)
+            removed.append(f"container {name}")
+        del state.containers[name]
+        state.save()
+    return removed

@@ -1,0 +1,1 @@
+"""Prove rendered Slurm files against the real daemons before they reach a cluster."""

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Runs inside `unshare --mount --uts --net --pid --fork`: a private copy of /etc/slurm, /etc/hosts,
+# munge, MariaDB and slurmdbd, then slurmctld loading the generated files. Nothing here is visible
+# outside the namespaces; everything dies with this script.
+set -euo pipefail
+work=$1        # scratch dir (outside view), holds conf/ and receives results in out/
+host=$2        # controller hostname the config expects
+seconds=$3     # how long slurmctld runs before we read its state
+accounting=$4  # "yes" when slurm.conf configures slurmdbd
+
+mount --make-rprivate /
+hostname "$host"
+ip link set lo up
+# getaddrinfo(AI_ADDRCONFIG) ignores loopback: the daemons resolve nothing unless some other
+# interface has an address. A veth pair living only inside this namespace provides one; all
+# traffic still goes to 127.0.0.1 (see the hosts file).
+ip link add gpctrial0 type veth peer name gpctrial1
+ip addr add 10.223.0.1/30 dev gpctrial0
+ip link set gpctrial0 up
+ip link set gpctrial1 up
+mkdir -p "$work/out"
+
+# Private views of the paths Debian's Slurm, munge and MariaDB use.
+mount -t tmpfs tmpfs /run
+mount --bind "$work/conf" /etc/slurm
+mount --bind "$work/hosts" /etc/hosts
+for dir in /var/lib/slurm /var/log/slurm /run/munge /etc/munge /var/lib/mysql /run/mysqld /var/log/munge /var/lib/munge; do
+  mkdir -p "$dir"
+  mount -t tmpfs tmpfs "$dir"
+done
+mkdir -p /var/lib/slurm/slurmctld /var/lib/slurm/slurmd
+chown -R slurm:slurm /var/lib/slurm /var/log/slurm
+chown munge:munge /run/munge /etc/munge /var/log/munge /var/lib/munge
+chmod 0700 /etc/munge
+
+mungekey --create --keyfile /etc/munge/munge.key >/dev/null 2>&1
+chown munge:munge /etc/munge/munge.key
+chmod 0400 /etc/munge/munge.key
+runuser -u munge -- /usr/sbin/munged
+
+if [ "$accounting" = yes ]; then
+  chown mysql:mysql /var/lib/mysql /run/mysqld
+  mariadb-install-db --user=mysql --datadir=/var/lib/mysql --skip-test-db --auth-root-authentication-method=socket >"$work/out/mariadb-install.log" 2>&1
+  runuser -u mysql -- /usr/sbin/mariadbd --datadir=/var/lib/mysql --socket=/run/mysqld/mysqld.sock \
+    --skip-networking --pid-file=/run/mysqld/mysqld.pid --log-error=/var/lib/mysql/error.log \
+    --innodb-buffer-pool-size=4G --innodb-lock-wait-timeout=900 &
+  for _ in $(seq 100); do [ -S /run/mysqld/mysqld.sock ] && break; sleep 0.1; done
+  mariadb -e "CREATE USER IF NOT EXISTS 'slurm'@'localhost' IDENTIFIED VIA unix_socket; GRANT ALL ON slurm_acct_db.* TO 'slurm'@'localhost';"
+  /usr/sbin/slurmdbd -D >"$work/out/slurmdbd.log" 2>&1 &
+  for _ in $(seq 50); do timeout 5 sacctmgr -n -P show cluster >/dev/null 2>&1 && break; sleep 0.2; done
+  cluster=$(sed -n 's/^ClusterName=//p' /etc/slurm/slurm.conf)
+  timeout 20 sacctmgr -i add cluster "$cluster" >"$work/out/sacctmgr.log" 2>&1
+fi
+
+/usr/sbin/slurmctld -D -c -v >"$work/out/slurmctld.stderr" 2>&1 &
+ctld=$!
+for _ in $(seq $((seconds * 10))); do
+  kill -0 "$ctld" 2>/dev/null || break
+  timeout 5 scontrol ping >/dev/null 2>&1 && break
+  sleep 0.1
+done
+sleep "$seconds"
+if kill -0 "$ctld" 2>/dev/null; then
+  echo running >"$work/out/state"
+  # Everything logged so far is the daemon's verdict on the files; shutdown noise comes later.
+  cp /var/log/slurm/slurmctld.log "$work/out/slurmctld.startup.log" 2>/dev/null || true
+  timeout 10 scontrol show topology >"$work/out/topology" 2>&1 || true
+  timeout 10 scontrol show partition -o >"$work/out/partitions" 2>&1 || true
+  timeout 10 scontrol show node -o >"$work/out/nodes" 2>&1 || true
+  kill "$ctld"
+  wait "$ctld" || true
+else
+  echo exited >"$work/out/state"
+  cp "$work/out/slurmctld.stderr" "$work/out/slurmctld.startup.log"
+fi
+cp /var/log/slurm/slurmctld.log "$work/out/slurmctld.log" 2>/dev/null || true
+cp /var/lib/mysql/error.log "$work/out/mariadb.log" 2>/dev/null || true

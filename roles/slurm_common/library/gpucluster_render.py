@@ -1,0 +1,113 @@
+#!/usr/bin/python
+# ruff: noqa: E402  (Ansible modules keep DOCUMENTATION above the imports)
+"""Ansible module: render an inventory's Slurm files with gpucluster and say which host does what."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: gpucluster_render
+short_description: Render the Slurm files of a gpucluster inventory and classify its hosts
+description:
+  - Loads the cluster model of an inventory directory with gpucluster, writes the files of
+    C(gpucluster render) (the same renderer, so the bytes are identical) under O(out), and
+    returns which hosts run slurmctld, slurmdbd and slurmd according to the model.
+  - Runs on the Ansible controller; gpucluster must be importable (O(gpucluster_path) is put
+    first on sys.path).
+options:
+  inventory:
+    description: Inventory directory (hosts.yml and group_vars/all/cluster.yml).
+    type: path
+    required: true
+  out:
+    description: Output directory; files land in O(out)/slurm/.
+    type: path
+    required: true
+  gpucluster_path:
+    description: Directory holding the gpucluster package (the repository root).
+    type: path
+    required: false
+author: gpucluster
+"""
+
+RETURN = r"""
+files:
+  description: Relative paths of the rendered files.
+  type: list
+  returned: always
+contents:
+  description: Name -> content of the files installed under /etc/slurm (slurm/*, accounts.yaml excepted).
+  type: dict
+  returned: always
+controllers:
+  description: slurmctld hosts, primary first.
+  type: list
+  returned: always
+dbd_hosts:
+  description: The slurmdbd host (empty when accounting is off).
+  type: list
+  returned: always
+compute_nodes:
+  description: slurmd hosts (every node of cluster.nodes).
+  type: list
+  returned: always
+cluster_name:
+  description: Slurm ClusterName.
+  type: str
+  returned: always
+"""
+
+import sys
+from typing import Any
+
+from ansible.module_utils.basic import AnsibleModule
+
+
+def classify(cluster: Any) -> dict[str, Any]:
+    """Host roles straight from the model, so inventories need no Slurm-specific groups."""
+    slurm = cluster.spec.slurm
+    return {
+        "cluster_name": cluster.spec.name,
+        "controllers": list(slurm.controller),
+        "dbd_hosts": [slurm.accounting.host] if slurm.accounting else [],
+        "compute_nodes": list(cluster.hosts),
+    }
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec={
+            "inventory": {"type": "path", "required": True},
+            "out": {"type": "path", "required": True},
+            "gpucluster_path": {"type": "path", "required": False},
+        },
+        supports_check_mode=True,
+    )
+    if module.params["gpucluster_path"]:
+        sys.path.insert(0, module.params["gpucluster_path"])
+    try:
+        from gpucluster.cluster import load_cluster
+        from gpucluster.errors import InventoryError
+        from gpucluster.render import render_files, write_tree
+    except ImportError as exc:
+        module.fail_json(msg=f"gpucluster is not importable ({exc}); set slurm_gpucluster_path")
+    try:
+        cluster = load_cluster(module.params["inventory"])
+    except InventoryError as exc:
+        module.fail_json(msg="invalid inventory:\n" + "\n".join(str(p) for p in exc.problems))
+    files = render_files(cluster, only=["slurm"])
+    written: list[str] = []
+    if not module.check_mode:
+        written = [str(path) for path in write_tree(files, module.params["out"])]
+    contents = {
+        rel.split("/", 1)[1]: text
+        for rel, text in files.items()
+        if rel.startswith("slurm/") and rel != "slurm/accounts.yaml"
+    }
+    module.exit_json(
+        changed=bool(written), written=written, files=sorted(files), contents=contents, **classify(cluster)
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,180 @@
+"""Validate custom resources the way the API server does with a CRD's structural schema:
+defaults applied, then openAPIV3Schema (types, required, enums, unknown fields) and the
+`x-kubernetes-validations` CEL rules (evaluated with cel-python; transition rules, which
+compare with `oldSelf`, only run on updates and are skipped here)."""
+
+from __future__ import annotations
+
+import copy
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import celpy
+import jsonschema
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+UPSTREAM = Path(os.environ.get("GPUCLUSTER_UPSTREAM", REPO.parent / "shared" / "upstream"))
+
+# CRD folders of the pinned versions (gpucluster/k8s/model.py Versions defaults).
+CRD_DIRS = [
+    "kueue/0.19.2/crds",
+    "kai-scheduler/v0.17.0/crds",
+    "slinky/1.2.1/crds",
+    "gpu-operator/v26.7.0/crds",
+    "dra-driver-nvidia-gpu/0.4.1/crds",
+]
+
+
+def upstream(relpath: str) -> Path:
+    path = UPSTREAM / relpath
+    if not path.exists():
+        raise FileNotFoundError(
+            f"{path} is missing: the upstream schemas live in ../shared/upstream (or set GPUCLUSTER_UPSTREAM)"
+        )
+    return path
+
+
+@dataclass
+class CrdVersion:
+    group: str
+    kind: str
+    version: str
+    scope: str
+    schema: dict[str, Any]
+
+
+@cache
+def crd_index() -> dict[tuple[str, str], CrdVersion]:
+    """(apiVersion, kind) -> schema of every served version of every pinned CRD."""
+    index: dict[tuple[str, str], CrdVersion] = {}
+    for folder in CRD_DIRS:
+        for path in sorted(upstream(folder).glob("*.yaml")):
+            for doc in yaml.safe_load_all(path.read_text()):
+                if not doc or doc.get("kind") != "CustomResourceDefinition":
+                    continue
+                spec = doc["spec"]
+                for version in spec["versions"]:
+                    if not version.get("served", True):
+                        continue
+                    api = f"{spec['group']}/{version['name']}"
+                    key = (api, spec["names"]["kind"])
+                    # Two charts ship the same CRD (ComputeDomain): the DRA driver's is the one installed.
+                    if key in index and "dra-driver" not in folder:
+                        continue
+                    index[key] = CrdVersion(
+                        spec["group"], spec["names"]["kind"], version["name"], spec["scope"],
+                        version["schema"]["openAPIV3Schema"],
+                    )
+    return index
+
+
+def _strict(schema: Any) -> Any:
+    """JSON Schema of a structural schema, refusing unknown fields (the API server's strict field
+    validation, which server-side apply uses)."""
+    if isinstance(schema, list):
+        return [_strict(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: _strict(v) for k, v in schema.items() if k not in ("default", "example")}
+    if "properties" in schema and "additionalProperties" not in schema and not schema.get(
+        "x-kubernetes-preserve-unknown-fields"
+    ):
+        out["additionalProperties"] = False
+    if schema.get("nullable") and "type" in schema:
+        out["type"] = [schema["type"], "null"]
+    return out
+
+
+def apply_defaults(schema: dict[str, Any], value: Any) -> Any:
+    """Fill in `default`s as the API server does before validation."""
+    if isinstance(value, dict):
+        props = schema.get("properties", {})
+        for key, sub in props.items():
+            if key not in value and "default" in sub:
+                value[key] = copy.deepcopy(sub["default"])
+        for key, item in value.items():
+            if key in props:
+                value[key] = apply_defaults(props[key], item)
+            elif isinstance(schema.get("additionalProperties"), dict):
+                value[key] = apply_defaults(schema["additionalProperties"], item)
+    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
+        return [apply_defaults(schema["items"], item) for item in value]
+    return value
+
+
+@cache
+def _program(rule: str) -> Any:
+    env = celpy.Environment()
+    return env.program(env.compile(rule))
+
+
+@dataclass
+class CelResult:
+    evaluated: int = 0
+    skipped: int = 0
+    errors: list[str] = field(default_factory=list)
+
+
+def _walk(schema: dict[str, Any], value: Any, path: str) -> Iterator[tuple[dict[str, Any], Any, str]]:
+    yield schema, value, path
+    if isinstance(value, dict):
+        props = schema.get("properties", {})
+        for key, item in value.items():
+            if key in props:
+                yield from _walk(props[key], item, f"{path}.{key}")
+            elif isinstance(schema.get("additionalProperties"), dict):
+                yield from _walk(schema["additionalProperties"], item, f"{path}.{key}")
+    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
+        for index, item in enumerate(value):
+            yield from _walk(schema["items"], item, f"{path}[{index}]")
+
+
+def check_cel(schema: dict[str, Any], value: Any) -> CelResult:
+    result = CelResult()
+    for node_schema, node, path in _walk(schema, value, ""):
+        for rule in node_schema.get("x-kubernetes-validations", []):
+            text = rule["rule"]
+            if "oldSelf" in text:
+                result.skipped += 1
+                continue
+            outcome = _program(text).evaluate({"self": celpy.json_to_cel(node)})
+            result.evaluated += 1
+            if not (isinstance(outcome, celpy.celtypes.BoolType) and bool(outcome)):
+                message = rule.get("message", text)
+                result.errors.append(f"{path or '.'}: {message} (rule: {text}; got {outcome!r})")
+        list_type = node_schema.get("x-kubernetes-list-type")
+        if isinstance(node, list) and list_type in ("set", "map"):
+            keys = node_schema.get("x-kubernetes-list-map-keys", [])
+            seen = [tuple(item.get(k) for k in keys) if list_type == "map" else item for item in node]
+            if len({yaml.safe_dump(s) for s in seen}) != len(seen):
+                result.errors.append(f"{path}: duplicate entries in a list of type {list_type}")
+    return result
+
+
+def validate_custom_resource(obj: dict[str, Any]) -> CelResult:
+    """Raise AssertionError listing what the API server would refuse; return CEL statistics."""
+    key = (obj.get("apiVersion", ""), obj.get("kind", ""))
+    crd = crd_index().get(key)
+    if crd is None:
+        raise AssertionError(f"no pinned CRD serves {key[0]} {key[1]}")
+    namespaced = "namespace" in obj.get("metadata", {})
+    if namespaced != (crd.scope == "Namespaced"):
+        raise AssertionError(f"{key[1]} is {crd.scope}, but metadata.namespace is {'set' if namespaced else 'missing'}")
+    value = apply_defaults(crd.schema, copy.deepcopy(obj))
+    schema = _strict(crd.schema)
+    # metadata is validated by the API server itself, not by the CRD schema.
+    schema.setdefault("properties", {})["metadata"] = {"type": "object"}
+    errors = sorted(jsonschema.Draft7Validator(schema).iter_errors(value), key=lambda e: list(e.absolute_path))
+    if errors:
+        raise AssertionError(
+            "; ".join(f"{'.'.join(map(str, e.absolute_path)) or '.'}: {e.message}" for e in errors)
+        )
+    result = check_cel(crd.schema, value)
+    if result.errors:
+        raise AssertionError("; ".join(result.errors))
+    return result

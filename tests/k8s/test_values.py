@@ -1,0 +1,173 @@
+"""Every Helm values key gpucluster sets exists in the upstream chart's values.yaml of the pinned
+version (Helm ignores a misspelt key silently), with a compatible type."""
+
+from __future__ import annotations
+
+import fnmatch
+from functools import cache
+from typing import Any
+
+import pytest
+import yaml
+
+from gpucluster.k8s.mirror import IMAGE_KEYS
+from tests.k8s.conftest import k8s_inventories, rendered
+from tests.k8s.crd import upstream
+
+CHART_VALUES = {
+    "gpu-operator": "gpu-operator/v26.7.0/chart/values.yaml",
+    "dra-driver-nvidia-gpu": "dra-driver-nvidia-gpu/0.4.1/chart/values.yaml",
+    "kueue": "kueue/0.19.2/chart/values.yaml",
+    "kai-scheduler": "kai-scheduler/v0.17.0/chart/values.yaml",
+    "slurm-operator": "slinky/1.2.1/chart-slurm-operator/values.yaml",
+    "slurm": "slinky/1.2.1/chart-slurm/values.yaml",
+}
+# Releases whose chart values have no upstream copy in ../shared/upstream (docs/kubernetes.md).
+UNVERIFIED = {"cert-manager", "network-operator", "soperator", "slurm-cluster"}
+# Charts without values of their own (CRDs only).
+NO_VALUES = {"slurm-operator-crds", "soperator-crds"}
+
+# Maps whose keys are names the user chooses: each entry is checked against the chart's example.
+NAMED_ENTRIES: dict[tuple[str, tuple[str, ...]], tuple[str, ...]] = {
+    ("slurm", ("nodesets",)): ("nodesetDefaults",),
+    ("slurm", ("loginsets",)): ("loginsetDefaults",),
+    ("slurm", ("partitions",)): ("partitions", "all"),
+}
+# Maps of free-form entries whose upstream defaults show examples (Slurm options, node labels).
+FREE_MAPS = {
+    "slurm": ["nodesets.*.podSpec.nodeSelector", "nodesets.*.extraConfMap", "partitions.*.configMap", "controller.extraConfMap", "configFiles"],
+}
+# Keys of subcharts, documented in the subchart's own values.yaml.
+SUBCHART_KEYS = {("gpu-operator", ("node-feature-discovery", "image", "repository"))}
+
+
+@cache
+def chart_values(release: str) -> dict[str, Any]:
+    data: dict[str, Any] = yaml.safe_load(upstream(CHART_VALUES[release]).read_text())
+    return data
+
+
+def _lookup(tree: Any, path: tuple[str, ...]) -> Any:
+    for key in path:
+        tree = tree[key]
+    return tree
+
+
+def unknown_keys(release: str, ours: Any, theirs: Any, path: tuple[str, ...] = ()) -> list[str]:
+    """Keys of `ours` that the chart does not have, or whose type differs."""
+    problems: list[str] = []
+    if not isinstance(ours, dict):
+        if isinstance(theirs, bool) and not isinstance(ours, bool):
+            problems.append(f"{'.'.join(path)}: chart expects a boolean, got {ours!r}")
+        if isinstance(theirs, list) and not isinstance(ours, list):
+            problems.append(f"{'.'.join(path)}: chart expects a list, got {ours!r}")
+        return problems
+    if theirs is None or theirs == {}:
+        return problems  # a free-form map (e.g. nodeSelector, configFiles)
+    if any(fnmatch.fnmatchcase(".".join(path), pattern) for pattern in FREE_MAPS.get(release, [])):
+        return problems
+    if not isinstance(theirs, dict):
+        return [f"{'.'.join(path)}: chart has a {type(theirs).__name__} here, not a map"]
+    for key, value in ours.items():
+        here = (*path, key)
+        if (release, here) in SUBCHART_KEYS:
+            continue
+        if (release, here) in NAMED_ENTRIES:
+            example = _lookup(chart_values(release), NAMED_ENTRIES[(release, here)])
+            for name, entry in value.items():
+                problems += unknown_keys(release, entry, example, (*here, name))
+        elif key not in theirs:
+            if any(rel == release and key_path[: len(here)] == here for rel, key_path in SUBCHART_KEYS):
+                continue
+            problems.append(f"{'.'.join(here)}: not a value of the chart")
+        else:
+            problems += unknown_keys(release, value, theirs[key], here)
+    return problems
+
+
+def releases_of(inventory: str) -> list[dict[str, Any]]:
+    manifest = yaml.safe_load(rendered(inventory)["helm/releases.yaml"])
+    releases: list[dict[str, Any]] = manifest["releases"]
+    return releases
+
+
+def test_values_keys_exist_upstream(inventory: str) -> None:
+    files = rendered(inventory)
+    for release in releases_of(inventory):
+        name = release["name"]
+        values = yaml.safe_load(files[release["values_file"]])
+        if name in NO_VALUES:
+            assert values == {}
+            continue
+        if name in UNVERIFIED:
+            continue
+        problems = unknown_keys(name, values, chart_values(name))
+        assert not problems, f"{inventory} {name}: " + "; ".join(problems)
+
+
+def test_key_checker_catches_typos() -> None:
+    assert unknown_keys("gpu-operator", {"devicePlugin": {"enable": False}}, chart_values("gpu-operator")) == [
+        "devicePlugin.enable: not a value of the chart"
+    ]
+    assert unknown_keys("gpu-operator", {"driver": {"enabled": "no"}}, chart_values("gpu-operator"))
+    nodeset = {"nodesets": {"gpu": {"slurmd": {"resource": {}}}}}
+    assert unknown_keys("slurm", nodeset, chart_values("slurm")) == ["nodesets.gpu.slurmd.resource: not a value of the chart"]
+
+
+def test_verified_charts_cover_most_releases() -> None:
+    names = {r["name"] for inv in k8s_inventories() for r in releases_of(inv)}
+    assert set(CHART_VALUES) <= names
+    assert names - set(CHART_VALUES) <= UNVERIFIED | NO_VALUES
+
+
+def _image_keys(tree: Any, path: tuple[str, ...] = ()) -> dict[tuple[str, ...], str]:
+    found: dict[tuple[str, ...], str] = {}
+    if isinstance(tree, dict):
+        for key, value in tree.items():
+            found.update(_image_keys(value, (*path, str(key))))
+    elif isinstance(tree, str) and path[-1] in ("repository", "registry") and "/" in tree:
+        found[path] = tree
+    return found
+
+
+# The packaged charts point at release registries where git has staging/local ones (upstream README).
+PUBLISHED_OVERRIDES = {"kueue", "kai-scheduler"}
+
+
+@pytest.mark.parametrize("release", sorted(CHART_VALUES))
+def test_mirror_table_covers_every_upstream_image(release: str) -> None:
+    upstream_images = _image_keys(chart_values(release))
+    table = IMAGE_KEYS[release]
+    missing = set(upstream_images) - set(table)
+    assert not missing, f"{release}: image keys not rewritten for mirrors: {sorted(missing)}"
+    for path, default in upstream_images.items():
+        if release not in PUBLISHED_OVERRIDES:
+            assert table[path] == default, f"{release} {'.'.join(path)}: table {table[path]} != chart {default}"
+        else:
+            assert table[path].rsplit("/", 1)[-1] == default.rsplit("/", 1)[-1]
+
+
+PUBLIC_REGISTRIES = ("nvcr.io", "ghcr.io", "registry.k8s.io", "quay.io", "docker.io", "us-central1-docker.pkg.dev")
+
+
+def _strings(tree: Any) -> list[str]:
+    if isinstance(tree, dict):
+        return [s for v in tree.values() for s in _strings(v)]
+    if isinstance(tree, list):
+        return [s for v in tree for s in _strings(v)]
+    return [tree] if isinstance(tree, str) else []
+
+
+def test_mirror_rewrites_every_image_and_chart() -> None:
+    files = rendered("gke-prod")
+    mirror = "europe-west4-docker.pkg.dev/acme-prod/mirror/"
+    for release in releases_of("gke-prod"):
+        assert release["chart"].startswith("oci://europe-west4-docker.pkg.dev/acme-prod/charts/")
+        assert release["repo"] is None
+        values = yaml.safe_load(files[release["values_file"]])
+        for text in _strings(values):
+            for registry in PUBLIC_REGISTRIES:
+                if registry in text:
+                    assert text.startswith(mirror), f"{release['name']}: {text} bypasses the mirror"
+        for path in IMAGE_KEYS.get(release["name"], {}):
+            assert _lookup(values, path).startswith(mirror)
