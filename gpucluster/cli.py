@@ -20,8 +20,9 @@ app = typer.Typer(
     no_args_is_help=True,
     help="Declarative GPU clusters: Slurm and Kubernetes from one inventory.",
 )
-out = Console()
-err = Console(stderr=True)
+# soft_wrap: long lines (paths, hostlists) stay whole for grep and for logs.
+out = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
 
 InventoryArg = Annotated[
     Path, typer.Argument(help="Inventory directory (hosts.yml + group_vars/all/cluster.yml).")

@@ -272,8 +272,11 @@ class _Checker:
             while current in parents:
                 current = parents[current]
                 if current in trail:
-                    cycle = " -> ".join([*reversed(trail[trail.index(current) :]), current])
-                    self.fail(["fabric", "tree", start], f"switch tree has a cycle: {cycle}")
+                    chain = " -> ".join([*trail[trail.index(current) :], current])
+                    self.fail(
+                        ["fabric", "tree", start],
+                        f"switch tree has a cycle: {chain} (each switch is a child of the next)",
+                    )
                     return
                 trail.append(current)
         missing = [h for h in cluster.node_type_of if h not in leaf_of]

@@ -2,6 +2,8 @@
 
 Same rules as Ansible's own expansion (numeric ranges keep the begin width, letters range
 over single characters, an optional third field is the step); tests compare against Ansible.
+Where Ansible silently expands to nothing (`n[5:1]`) or crashes (`n[a:5]`), this refuses with a
+message instead.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ class HostPatternError(ValueError):
 
 
 def is_pattern(name: str) -> bool:
-    return "[" in name and ":" in name and "]" in name
+    # Ansible treats any name with "[" as a range pattern.
+    return "[" in name
 
 
 def expand(name: str) -> list[str]:

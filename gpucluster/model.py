@@ -284,9 +284,9 @@ class SlurmSettings(Strict):
         return int(major), int(minor)
 
 
-# Imported here, not at the top: the Kubernetes models build on Strict/Update/spec defined above.
-from gpucluster.k8s.model import KubernetesSpec  # noqa: E402
+# Imported here, not at the top: the cloud and Kubernetes models build on Strict/Update/spec above.
 from gpucluster.cloud.model import CloudSpec  # noqa: E402
+from gpucluster.k8s.model import KubernetesSpec  # noqa: E402
 
 
 class ClusterSpec(Strict):

@@ -45,9 +45,21 @@ class LoadedYaml:
         return Problem(self.file, path, message, self.line_of(path))
 
 
+class _RecursiveAlias(Exception):
+    def __init__(self, line: int) -> None:
+        self.line = line
+
+
 def _walk(
-    node: yaml.Node, parts: list[str | int], lines: dict[str, int], dups: list[tuple[str, int]]
+    node: yaml.Node,
+    parts: list[str | int],
+    lines: dict[str, int],
+    dups: list[tuple[str, int]],
+    ancestors: frozenset[int] = frozenset(),
 ) -> None:
+    if id(node) in ancestors:
+        raise _RecursiveAlias(node.start_mark.line + 1)
+    ancestors = ancestors | {id(node)}
     if isinstance(node, yaml.MappingNode):
         seen: set[str] = set()
         for key_node, value_node in node.value:
@@ -58,12 +70,12 @@ def _walk(
                 dups.append((path, key_node.start_mark.line + 1))
             seen.add(key)
             lines.setdefault(path, key_node.start_mark.line + 1)
-            _walk(value_node, child, lines, dups)
+            _walk(value_node, child, lines, dups, ancestors)
     elif isinstance(node, yaml.SequenceNode):
         for index, item in enumerate(node.value):
             child = [*parts, index]
             lines.setdefault(format_path(child), item.start_mark.line + 1)
-            _walk(item, child, lines, dups)
+            _walk(item, child, lines, dups, ancestors)
 
 
 def load_yaml(path: Path, display: str) -> LoadedYaml:
@@ -74,7 +86,6 @@ def load_yaml(path: Path, display: str) -> LoadedYaml:
         raise InventoryError([Problem(display, "", f"cannot read file: {exc}")]) from None
     try:
         node = yaml.compose(text, Loader=_Loader)
-        data = yaml.load(text, Loader=_Loader) if node is not None else None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "unknown position"
@@ -84,7 +95,16 @@ def load_yaml(path: Path, display: str) -> LoadedYaml:
     lines: dict[str, int] = {}
     dups: list[tuple[str, int]] = []
     if node is not None:
-        _walk(node, [], lines, dups)
+        try:
+            _walk(node, [], lines, dups)
+        except _RecursiveAlias as exc:
+            raise InventoryError(
+                [Problem(display, "", "a YAML alias refers to itself (recursive anchor)", exc.line)]
+            ) from None
+    try:
+        data = yaml.load(text, Loader=_Loader) if node is not None else None
+    except yaml.YAMLError as exc:
+        raise InventoryError([Problem(display, "", f"YAML error: {exc}")]) from None
     if dups:
         raise InventoryError(
             [Problem(display, p, "duplicate key (the later one would silently win)", ln) for p, ln in dups]

@@ -18,7 +18,7 @@ import pulumi_eks as eks
 
 from gpucluster.cloud.config import StackConfig
 from gpucluster.cloud.model import AwsSettings, SystemPool
-from gpucluster.cloud.outputs import Built
+from gpucluster.cloud.outputs import Built, output_field
 from gpucluster.cloud.plan import POOL_LABEL, CloudPlan, PoolPlan
 
 NODE_POLICIES = (
@@ -113,6 +113,7 @@ class EksCluster(pulumi.ComponentResource):
         version: str,
         network: Network,
         system: SystemPool,
+        provider: aws.Provider,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("gpucluster:aws:EksCluster", name, None, opts)
@@ -150,6 +151,15 @@ class EksCluster(pulumi.ComponentResource):
             create_oidc_provider=True,
             # Managed node groups get their EKS access entries from the API; no aws-auth ConfigMap.
             opts=child,
+        )
+        # The security group EKS made for the control plane and managed nodes: nodes whose launch
+        # template sets network interfaces must name it themselves, or they cannot reach the API
+        # server and the system nodes (CoreDNS).
+        control_plane = aws.eks.get_cluster_output(
+            name=name, opts=pulumi.InvokeOutputOptions(provider=provider, depends_on=[self.cluster])
+        )
+        self.cluster_security_group_id: pulumi.Output[str] = control_plane.vpc_config.apply(
+            lambda config: str(output_field(config, "cluster_security_group_id"))
         )
         # EFA traffic flows only between members of this group (all protocols, both ways).
         self.efa_security_group = aws.ec2.SecurityGroup(
@@ -236,7 +246,7 @@ class GpuNodePool(pulumi.ComponentResource):
             facts = aws.ec2.get_instance_type_output(
                 instance_type=str(pool.instance_type), opts=pulumi.InvokeOutputOptions(provider=provider)
             )
-            security_groups = [cluster.cluster.node_security_group_id, cluster.efa_security_group.id]
+            security_groups = [cluster.cluster_security_group_id, cluster.efa_security_group.id]
             template["network_interfaces"] = pulumi.Output.all(
                 facts.efa_supported, facts.maximum_network_cards, *security_groups
             ).apply(lambda v: _checked_efa(pool, bool(v[0]), int(v[1]), [str(g) for g in v[2:]]))
@@ -290,7 +300,7 @@ def build(plan: CloudPlan, stack: StackConfig) -> Built:
     opts = pulumi.ResourceOptions(providers={"aws": provider})
     name = plan.cluster_name
     network = Network(name, settings.vpc_cidr, cloud.zones, opts=opts)
-    cluster = EksCluster(name, plan.kubernetes_version, network, cloud.system_pool, opts=opts)
+    cluster = EksCluster(name, plan.kubernetes_version, network, cloud.system_pool, provider, opts=opts)
     pools: list[pulumi.Resource] = []
     for pool in plan.pools:
         zone = pool.zone or cloud.zones[0]

@@ -76,7 +76,7 @@ class GkeCluster(pulumi.ComponentResource):
             ip_allocation_policy=gcp.container.ClusterIpAllocationPolicyArgs(),
             opts=child,
         )
-        # One system node per zone of the regional pool: count is split over node_locations.
+        # node_count is per zone: the system pool lives in the first zone only.
         self.system_pool = gcp.container.NodePool(
             f"{name}-system",
             cluster=self.cluster.id,

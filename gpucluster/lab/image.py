@@ -112,3 +112,19 @@ def ensure_image(progress: Progress, rebuild: bool = False) -> tuple[str, bool]:
         return tag, False
     build_image(tag, progress)
     return tag, True
+
+
+def main() -> None:
+    """`python -m gpucluster.lab.image`: build the image unless cached, print its tag
+    (with --containers-conf: print the containers.conf path podman must use)."""
+    import sys
+
+    if "--containers-conf" in sys.argv[1:]:
+        print(podman_env()["CONTAINERS_CONF"])
+        return
+    tag, _ = ensure_image(lambda message: print(message, file=sys.stderr))
+    print(tag)
+
+
+if __name__ == "__main__":
+    main()

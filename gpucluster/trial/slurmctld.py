@@ -161,7 +161,7 @@ def run_trial(cluster: Cluster, files: dict[str, str], seconds: int = 3, timeout
         out = work / "out"
         state = (out / "state").read_text().strip() if (out / "state").is_file() else "none"
         log: list[str] = []
-        for name in ("slurmctld.startup.log", "slurmdbd.log"):
+        for name in ("slurmctld.startup.log", "slurmdbd.log", "sacctmgr.log"):
             path = out / name
             if path.is_file():
                 log += [

@@ -20,7 +20,9 @@ def k8s_inventories() -> list[str]:
     names = []
     for path in sorted(INVENTORIES.iterdir()):
         cluster_file = path / "group_vars" / "all" / "cluster.yml"
-        if cluster_file.exists() and "kubernetes" in (yaml.safe_load(cluster_file.read_text()) or {}).get("cluster", {}):
+        if cluster_file.exists() and "kubernetes" in (yaml.safe_load(cluster_file.read_text()) or {}).get(
+            "cluster", {}
+        ):
             names.append(path.name)
     return names
 

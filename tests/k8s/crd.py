@@ -67,7 +67,10 @@ def crd_index() -> dict[tuple[str, str], CrdVersion]:
                     if key in index and "dra-driver" not in folder:
                         continue
                     index[key] = CrdVersion(
-                        spec["group"], spec["names"]["kind"], version["name"], spec["scope"],
+                        spec["group"],
+                        spec["names"]["kind"],
+                        version["name"],
+                        spec["scope"],
                         version["schema"]["openAPIV3Schema"],
                     )
     return index
@@ -81,8 +84,10 @@ def _strict(schema: Any) -> Any:
     if not isinstance(schema, dict):
         return schema
     out = {k: _strict(v) for k, v in schema.items() if k not in ("default", "example")}
-    if "properties" in schema and "additionalProperties" not in schema and not schema.get(
-        "x-kubernetes-preserve-unknown-fields"
+    if (
+        "properties" in schema
+        and "additionalProperties" not in schema
+        and not schema.get("x-kubernetes-preserve-unknown-fields")
     ):
         out["additionalProperties"] = False
     if schema.get("nullable") and "type" in schema:
@@ -164,12 +169,16 @@ def validate_custom_resource(obj: dict[str, Any]) -> CelResult:
         raise AssertionError(f"no pinned CRD serves {key[0]} {key[1]}")
     namespaced = "namespace" in obj.get("metadata", {})
     if namespaced != (crd.scope == "Namespaced"):
-        raise AssertionError(f"{key[1]} is {crd.scope}, but metadata.namespace is {'set' if namespaced else 'missing'}")
+        raise AssertionError(
+            f"{key[1]} is {crd.scope}, but metadata.namespace is {'set' if namespaced else 'missing'}"
+        )
     value = apply_defaults(crd.schema, copy.deepcopy(obj))
     schema = _strict(crd.schema)
     # metadata is validated by the API server itself, not by the CRD schema.
     schema.setdefault("properties", {})["metadata"] = {"type": "object"}
-    errors = sorted(jsonschema.Draft7Validator(schema).iter_errors(value), key=lambda e: list(e.absolute_path))
+    errors = sorted(
+        jsonschema.Draft7Validator(schema).iter_errors(value), key=lambda e: list(e.absolute_path)
+    )
     if errors:
         raise AssertionError(
             "; ".join(f"{'.'.join(map(str, e.absolute_path)) or '.'}: {e.message}" for e in errors)

@@ -16,7 +16,9 @@ from gpucluster.errors import InventoryError
 from tests.k8s.conftest import INVENTORIES
 
 
-def _inventory(tmp_path: Path, base: str, edit: dict[str, Any], cluster_edit: dict[str, Any] | None = None) -> Path:
+def _inventory(
+    tmp_path: Path, base: str, edit: dict[str, Any], cluster_edit: dict[str, Any] | None = None
+) -> Path:
     target = tmp_path / base
     shutil.copytree(INVENTORIES / base, target)
     path = target / "group_vars" / "all" / "cluster.yml"
@@ -86,7 +88,14 @@ CASES = [
     ),
     (
         "gke-prod",
-        {"versions": {"slinky_crds": {"chart": "oci://ghcr.io/slinkyproject/charts/slurm-operator-crds", "version": "1.1.0"}}},
+        {
+            "versions": {
+                "slinky_crds": {
+                    "chart": "oci://ghcr.io/slinkyproject/charts/slurm-operator-crds",
+                    "version": "1.1.0",
+                }
+            }
+        },
         "cluster.kubernetes.versions.slinky_crds.version: Slinky CRD chart 1.1.0 differs from the operator chart 1.2.1",
     ),
     (
@@ -118,25 +127,43 @@ CASES = [
 
 
 @pytest.mark.parametrize(("base", "edit", "expected"), CASES)
-def test_bad_kubernetes_settings_are_refused(tmp_path: Path, base: str, edit: dict[str, Any], expected: str) -> None:
+def test_bad_kubernetes_settings_are_refused(
+    tmp_path: Path, base: str, edit: dict[str, Any], expected: str
+) -> None:
     problems = _problems(_inventory(tmp_path, base, edit))
     matching = [p for p in problems if expected in p]
     assert matching, f"expected {expected!r} in {problems}"
-    assert all(p.startswith(f"{base}/group_vars/all/cluster.yml") or "cluster.yml" in p.split(":")[0] for p in matching)
+    assert all(
+        p.startswith(f"{base}/group_vars/all/cluster.yml") or "cluster.yml" in p.split(":")[0]
+        for p in matching
+    )
 
 
 def test_tenant_namespace_clash(tmp_path: Path) -> None:
-    tenants = yaml.safe_load((INVENTORIES / "superpod/group_vars/all/cluster.yml").read_text())["cluster"]["tenants"]
+    tenants = yaml.safe_load((INVENTORIES / "superpod/group_vars/all/cluster.yml").read_text())["cluster"][
+        "tenants"
+    ]
     tenants[1]["namespace"] = "research"
     tenants[2]["namespace"] = "kueue-system"
     problems = _problems(_inventory(tmp_path, "superpod", {}, {"tenants": tenants}))
-    assert any("tenants[1].namespace: namespace `research` is already used by tenant `research`" in p for p in problems)
+    assert any(
+        "tenants[1].namespace: namespace `research` is already used by tenant `research`" in p
+        for p in problems
+    )
     assert any("tenants[2].namespace: namespace `kueue-system` is reserved" in p for p in problems)
 
 
 def test_cli_exits_2_with_the_key_path(tmp_path: Path) -> None:
     directory = _inventory(tmp_path, "superpod", {"device_allocation": "dra"})
-    command = [sys.executable, "-m", "gpucluster.cli", "render", str(directory), "--out", str(tmp_path / "out")]
+    command = [
+        sys.executable,
+        "-m",
+        "gpucluster.cli",
+        "render",
+        str(directory),
+        "--out",
+        str(tmp_path / "out"),
+    ]
     result = subprocess.run(command, capture_output=True, text=True, check=False)
     assert result.returncode == 2, result.stderr
     assert "cluster.kubernetes.dra.enabled: device_allocation is `dra`" in result.stderr

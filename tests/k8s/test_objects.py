@@ -64,7 +64,9 @@ def test_core_objects_match_kubernetes_openapi(inventory: str) -> None:
     ],
 )
 def test_validator_refuses_bad_topology(mutate: object, expected: str) -> None:
-    topology = next(d for _, d in documents("superpod") if d["kind"] == "Topology" and "kueue" in d["apiVersion"])
+    topology = next(
+        d for _, d in documents("superpod") if d["kind"] == "Topology" and "kueue" in d["apiVersion"]
+    )
     bad = copy.deepcopy(topology)
     mutate(bad)  # type: ignore[operator]
     with pytest.raises(AssertionError, match=expected):
@@ -91,7 +93,16 @@ def test_validator_refuses_wrong_scope() -> None:
 
 
 def _quantity(text: celtypes.StringType) -> celtypes.IntType:
-    units = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12}
+    units = {
+        "Ki": 2**10,
+        "Mi": 2**20,
+        "Gi": 2**30,
+        "Ti": 2**40,
+        "k": 10**3,
+        "M": 10**6,
+        "G": 10**9,
+        "T": 10**12,
+    }
     for unit in sorted(units, key=len, reverse=True):
         if str(text).endswith(unit):
             return celtypes.IntType(int(str(text)[: -len(unit)]) * units[unit])
@@ -119,7 +130,9 @@ def test_device_class_selectors_pick_the_right_gpus() -> None:
     env = celpy.Environment()
     for device_class in classes:
         expression = device_class["spec"]["selectors"][0]["cel"]["expression"]
-        program = env.program(env.compile(expression), functions={"quantity": _quantity, "compareTo": _compare})
+        program = env.program(
+            env.compile(expression), functions={"quantity": _quantity, "compareTo": _compare}
+        )
         gb200 = 189471 * 2**20  # what the driver reports for a GB200 (MiB)
         assert bool(program.evaluate({"device": _device(gb200)})) is True
         assert bool(program.evaluate({"device": _device(80 * 2**30)})) is False

@@ -60,13 +60,23 @@ def test_namespaces_follow_tenants() -> None:
     namespaces = {d["metadata"]["name"]: d for _, d in documents("gke-prod") if d["kind"] == "Namespace"}
     assert set(namespaces) == {"pretraining", "ft", "evals"}
     assert namespaces["ft"]["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "baseline"
-    local = [d for _, d in documents("gke-prod") if d["kind"] == "LocalQueue" and d["metadata"]["name"] == "finetuning"]
+    local = [
+        d
+        for _, d in documents("gke-prod")
+        if d["kind"] == "LocalQueue" and d["metadata"]["name"] == "finetuning"
+    ]
     assert local[0]["metadata"]["namespace"] == "ft"
 
 
 @pytest.mark.parametrize(
     ("total", "capacities", "expected"),
-    [(10, [8, 8], [5, 5]), (7, [16, 8], [5, 2]), (0, [8], [0]), (3, [1, 1, 1], [1, 1, 1]), (5, [0, 8], [0, 5])],
+    [
+        (10, [8, 8], [5, 5]),
+        (7, [16, 8], [5, 2]),
+        (0, [8], [0]),
+        (3, [1, 1, 1], [1, 1, 1]),
+        (5, [0, 8], [0, 5]),
+    ],
 )
 def test_split_by_capacity_keeps_the_total(total: int, capacities: list[int], expected: list[int]) -> None:
     shares = split_by_capacity(total, capacities)

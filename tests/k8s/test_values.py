@@ -35,7 +35,13 @@ NAMED_ENTRIES: dict[tuple[str, tuple[str, ...]], tuple[str, ...]] = {
 }
 # Maps of free-form entries whose upstream defaults show examples (Slurm options, node labels).
 FREE_MAPS = {
-    "slurm": ["nodesets.*.podSpec.nodeSelector", "nodesets.*.extraConfMap", "partitions.*.configMap", "controller.extraConfMap", "configFiles"],
+    "slurm": [
+        "nodesets.*.podSpec.nodeSelector",
+        "nodesets.*.extraConfMap",
+        "partitions.*.configMap",
+        "controller.extraConfMap",
+        "configFiles",
+    ],
 }
 # Keys of subcharts, documented in the subchart's own values.yaml.
 SUBCHART_KEYS = {("gpu-operator", ("node-feature-discovery", "image", "repository"))}
@@ -106,12 +112,14 @@ def test_values_keys_exist_upstream(inventory: str) -> None:
 
 
 def test_key_checker_catches_typos() -> None:
-    assert unknown_keys("gpu-operator", {"devicePlugin": {"enable": False}}, chart_values("gpu-operator")) == [
-        "devicePlugin.enable: not a value of the chart"
-    ]
+    assert unknown_keys(
+        "gpu-operator", {"devicePlugin": {"enable": False}}, chart_values("gpu-operator")
+    ) == ["devicePlugin.enable: not a value of the chart"]
     assert unknown_keys("gpu-operator", {"driver": {"enabled": "no"}}, chart_values("gpu-operator"))
     nodeset = {"nodesets": {"gpu": {"slurmd": {"resource": {}}}}}
-    assert unknown_keys("slurm", nodeset, chart_values("slurm")) == ["nodesets.gpu.slurmd.resource: not a value of the chart"]
+    assert unknown_keys("slurm", nodeset, chart_values("slurm")) == [
+        "nodesets.gpu.slurmd.resource: not a value of the chart"
+    ]
 
 
 def test_verified_charts_cover_most_releases() -> None:
@@ -142,12 +150,21 @@ def test_mirror_table_covers_every_upstream_image(release: str) -> None:
     assert not missing, f"{release}: image keys not rewritten for mirrors: {sorted(missing)}"
     for path, default in upstream_images.items():
         if release not in PUBLISHED_OVERRIDES:
-            assert table[path] == default, f"{release} {'.'.join(path)}: table {table[path]} != chart {default}"
+            assert table[path] == default, (
+                f"{release} {'.'.join(path)}: table {table[path]} != chart {default}"
+            )
         else:
             assert table[path].rsplit("/", 1)[-1] == default.rsplit("/", 1)[-1]
 
 
-PUBLIC_REGISTRIES = ("nvcr.io", "ghcr.io", "registry.k8s.io", "quay.io", "docker.io", "us-central1-docker.pkg.dev")
+PUBLIC_REGISTRIES = (
+    "nvcr.io",
+    "ghcr.io",
+    "registry.k8s.io",
+    "quay.io",
+    "docker.io",
+    "us-central1-docker.pkg.dev",
+)
 
 
 def _strings(tree: Any) -> list[str]:

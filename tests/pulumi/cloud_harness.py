@@ -22,12 +22,18 @@ from pulumi.runtime.proto import resource_pb2
 
 REPO = Path(__file__).resolve().parents[2]
 STACKS = REPO / "stacks"
-PROJECTS = {"aws": "gpucluster-aws", "gcp": "gpucluster-gcp", "azure": "gpucluster-azure", "nebius": "gpucluster-nebius"}
+PROJECTS = {
+    "aws": "gpucluster-aws",
+    "gcp": "gpucluster-gcp",
+    "azure": "gpucluster-azure",
+    "nebius": "gpucluster-nebius",
+}
 KUBECONFIG_B64 = base64.b64encode(b"apiVersion: v1\nkind: Config\n").decode()
 
 # Provider functions the stacks call, answered by exact token.
 CALLS: dict[str, dict[str, Any]] = {
     "aws:ec2/getInstanceType:getInstanceType": {"efaSupported": True, "maximumNetworkCards": 32},
+    "aws:eks/getCluster:getCluster": {"vpcConfig": {"clusterSecurityGroupId": "sg-eks-cluster"}},
     "azure-native:containerservice:listManagedClusterUserCredentials": {
         "kubeconfigs": [{"name": "clusterUser", "value": KUBECONFIG_B64}]
     },
@@ -35,9 +41,12 @@ CALLS: dict[str, dict[str, Any]] = {
 
 # Outputs that the clouds compute and the programs read, per resource type.
 COMPUTED: dict[str, dict[str, Any]] = {
-    "eks:index:Cluster": {"kubeconfigJson": '{"apiVersion": "v1"}', "nodeSecurityGroupId": "sg-nodes"},
+    "eks:index:Cluster": {"kubeconfigJson": '{"apiVersion": "v1"}'},
     "aws:ec2/launchTemplate:LaunchTemplate": {"latestVersion": 1},
-    "gcp:container/cluster:Cluster": {"endpoint": "203.0.113.10", "masterAuth": {"clusterCaCertificate": "Q0E="}},
+    "gcp:container/cluster:Cluster": {
+        "endpoint": "203.0.113.10",
+        "masterAuth": {"clusterCaCertificate": "Q0E="},
+    },
     "nebius:index/mk8sV1Cluster:Mk8sV1Cluster": {
         "status": {
             "controlPlane": {
@@ -97,7 +106,9 @@ class ReferencelessMonitor(pulumi_mocks.MockMonitor):
     def GetDeploymentInfo(self, request: Any) -> Any:
         info = super().GetDeploymentInfo(request)
         features = [
-            f for f in info.supportedFeatures if f != resource_pb2.RESOURCE_MONITOR_FEATURE_RESOURCE_REFERENCES
+            f
+            for f in info.supportedFeatures
+            if f != resource_pb2.RESOURCE_MONITOR_FEATURE_RESOURCE_REFERENCES
         ]
         return resource_pb2.DeploymentInfo(supportedFeatures=features)
 
@@ -121,7 +132,9 @@ def run_stack(
         mocks, project=PROJECTS[cloud], stack=stack, preview=False, monitor=ReferencelessMonitor(mocks)
     )
     values = {**stack_config(cloud, stack), **(config or {})}
-    pulumi.runtime.set_all_config({k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in values.items()})
+    pulumi.runtime.set_all_config(
+        {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in values.items()}
+    )
     runpy.run_path(str(STACKS / cloud / "__main__.py"), run_name="__main__")
     root = settings.get_root_resource()
     assert root is not None
@@ -132,9 +145,9 @@ def run_stack(
 
     @pulumi.runtime.test
     def resolve() -> pulumi.Output[Any]:
-        return pulumi.Output.all(
-            pulumi.Output.from_input(secrets()), pulumi.Output.all(**exported)
-        ).apply(lambda both: (run.secret_outputs.update(both[0]), run.outputs.update(both[1])))
+        return pulumi.Output.all(pulumi.Output.from_input(secrets()), pulumi.Output.all(**exported)).apply(
+            lambda both: (run.secret_outputs.update(both[0]), run.outputs.update(both[1]))
+        )
 
     resolve()
     return run

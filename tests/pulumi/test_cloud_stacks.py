@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 import yaml
-from pulumi.runtime import rpc
 from cloud_harness import REPO, StackRun, inventory_copy, run_stack, stack_config
+from pulumi.runtime import rpc
 
 from gpucluster.cloud.guardrails import aks_pool_name
 from gpucluster.cloud.plan import CloudPlan, plan_cloud
@@ -33,7 +33,9 @@ GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present"}
 
 
 def plan_of(cloud: str, stack: str) -> CloudPlan:
-    inventory = (REPO / "stacks" / cloud / stack_config(cloud, stack)[f"gpucluster-{cloud}:inventory"]).resolve()
+    inventory = (
+        REPO / "stacks" / cloud / stack_config(cloud, stack)[f"gpucluster-{cloud}:inventory"]
+    ).resolve()
     plan = plan_cloud(load_cluster(inventory))
     assert plan is not None
     return plan
@@ -72,7 +74,9 @@ def pool_resource(cloud: str, run: StackRun, pool_name: str) -> dict[str, Any]:
     return run.one(POOL_TYPES[cloud], pool_name).inputs
 
 
-@pytest.fixture(scope="module", params=[(c, s) for c in CLOUDS for s in ("dev", "prod")], ids=lambda p: f"{p[0]}-{p[1]}")
+@pytest.fixture(
+    scope="module", params=[(c, s) for c in CLOUDS for s in ("dev", "prod")], ids=lambda p: f"{p[0]}-{p[1]}"
+)
 def stack_run(request: pytest.FixtureRequest) -> tuple[str, str, StackRun, CloudPlan]:
     cloud, stack = request.param
     return cloud, stack, run_stack(cloud, stack), plan_of(cloud, stack)
@@ -146,10 +150,11 @@ def test_aws_prod_capacity_block_efa_placement_and_pinned_ami() -> None:
         assert [n["interfaceType"] for n in nics] == ["efa"] + ["efa-only"] * 31
         assert [n["networkCardIndex"] for n in nics] == list(range(32))
         assert [n["deviceIndex"] for n in nics] == [0] + [1] * 31
-        assert all(n["securityGroups"] == ["sg-nodes", "aws-prod-efa-id"] for n in nics)
-    assert run.calls == [
+        assert all(n["securityGroups"] == ["sg-eks-cluster", "aws-prod-efa-id"] for n in nics)
+    assert sorted(run.calls, key=str) == [
         ("aws:ec2/getInstanceType:getInstanceType", {"instanceType": "p5.48xlarge"}),
         ("aws:ec2/getInstanceType:getInstanceType", {"instanceType": "p5.48xlarge"}),
+        ("aws:eks/getCluster:getCluster", {"name": "aws-prod"}),
     ]
     efa = run.one("aws:ec2/securityGroup:SecurityGroup", "aws-prod-efa").inputs
     assert efa["ingress"][0]["self"] is True and efa["ingress"][0]["protocol"] == "-1"
@@ -278,7 +283,10 @@ def stopped(cloud: str, stack: str, config: dict[str, Any]) -> tuple[str, StackR
 
 def test_region_in_stack_config_must_match_inventory() -> None:
     message, _ = stopped("aws", "prod", {"aws:region": "eu-west-1"})
-    assert "stacks/aws/Pulumi.prod.yaml: aws:region: eu-west-1 differs from cluster.cloud.region us-east-1" in message
+    assert (
+        "stacks/aws/Pulumi.prod.yaml: aws:region: eu-west-1 differs from cluster.cloud.region us-east-1"
+        in message
+    )
 
 
 def test_inventory_of_another_cloud_is_refused() -> None:
@@ -299,3 +307,32 @@ def test_bad_inventory_stops_the_stack_naming_the_key(tmp_path: Path) -> None:
 def test_missing_inventory_stops_the_stack(tmp_path: Path) -> None:
     message, _ = stopped("nebius", "dev", {"gpucluster-nebius:inventory": str(tmp_path / "nowhere")})
     assert "stopped by the guardrails" in message and "nowhere" in message
+
+
+def test_cpu_node_type_gets_an_untainted_pool_without_efa(tmp_path: Path) -> None:
+    def add_cpu_nodes(cluster: dict[str, Any]) -> None:
+        cluster["node_types"]["cpu"] = {
+            "sockets": 1,
+            "cores_per_socket": 32,
+            "memory_mb": 250000,
+            "instance_type": "m7i.16xlarge",
+        }
+        cluster["nodes"].append({"group": "cpu", "type": "cpu"})
+        cluster["partitions"].append({"name": "cpu", "nodes": ["cpu"]})
+
+    inventory = inventory_copy(tmp_path, "aws-dev", add_cpu_nodes)
+    hosts = yaml.safe_load((inventory / "hosts.yml").read_text())
+    hosts["all"]["children"]["cpu"] = {"hosts": {"cpu-[01:02]": None}}
+    (inventory / "hosts.yml").write_text(yaml.safe_dump(hosts))
+    run = run_stack("aws", "dev", {"gpucluster-aws:inventory": str(inventory)})
+    group = run.one("eks:index:ManagedNodeGroup", "aws-dev-cpu").inputs
+    assert group["amiType"] == "AL2023_x86_64_STANDARD"
+    assert group.get("taints", []) == []
+    assert group["scalingConfig"]["desiredSize"] == 2
+    template = run.one("aws:ec2/launchTemplate:LaunchTemplate", "aws-dev-cpu").inputs
+    assert template["instanceType"] == "m7i.16xlarge" and "networkInterfaces" not in template
+    assert run.outputs["pools"]["aws-dev-cpu"]["gpus"] == 0
+    # Only the GPU pool asked EC2 for its network cards.
+    assert [c for c in run.calls if c[0].endswith("getInstanceType")] == [
+        ("aws:ec2/getInstanceType:getInstanceType", {"instanceType": "p4d.24xlarge"})
+    ]

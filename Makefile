@@ -1,0 +1,16 @@
+# gpucluster developer targets. Each target is self-contained; run from the repository root.
+PYTHON ?= python3
+
+# Roles with a Molecule scenario, in dependency order.
+MOLECULE_ROLES := munge slurm_common slurm_dbd slurm_controller slurm_compute slurm_accounts
+
+.PHONY: molecule
+## molecule: run every role's Molecule scenario (podman, lab image built or reused, needs root)
+molecule:
+	@set -e; \
+	image=$$($(PYTHON) -m gpucluster.lab.image); \
+	conf=$$($(PYTHON) -m gpucluster.lab.image --containers-conf); \
+	for role in $(MOLECULE_ROLES); do \
+	  echo "== molecule test: $$role"; \
+	  (cd roles/$$role && GPUCLUSTER_LAB_IMAGE=$$image CONTAINERS_CONF=$$conf molecule test); \
+	done

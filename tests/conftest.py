@@ -1,0 +1,96 @@
+"""Shared fixtures: the repository layout and throwaway inventories."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+INVENTORIES = REPO / "inventories"
+
+
+def example_inventories() -> list[str]:
+    return sorted(p.parent.name for p in INVENTORIES.glob("*/hosts.yml"))
+
+
+def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "gpucluster.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd or REPO,
+        check=False,
+    )
+
+
+class InventoryFactory:
+    """Writes a small inventory directory (hosts.yml + group_vars/all/cluster.yml) to edit per test."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def make(self, hosts: str, cluster: str, name: str = "inv") -> Path:
+        directory = self.root / name
+        (directory / "group_vars" / "all").mkdir(parents=True, exist_ok=True)
+        (directory / "hosts.yml").write_text(textwrap.dedent(hosts))
+        (directory / "group_vars" / "all" / "cluster.yml").write_text(textwrap.dedent(cluster))
+        return directory
+
+    def copy_example(self, example: str) -> Path:
+        target = self.root / example
+        shutil.copytree(INVENTORIES / example, target)
+        return target
+
+
+@pytest.fixture
+def inventories(tmp_path: Path) -> InventoryFactory:
+    return InventoryFactory(tmp_path)
+
+
+SMALL_HOSTS = """\
+    all:
+      children:
+        ctl:
+          hosts:
+            head:
+        gpus:
+          children:
+            rack1:
+              hosts:
+                n[01:04]:
+            rack2:
+              hosts:
+                n[05:08]:
+    """
+
+SMALL_CLUSTER = """\
+    cluster:
+      name: small
+      slurm:
+        version: "22.05"
+        controller: head
+        accounting: {host: head}
+      node_types:
+        h100: {sockets: 2, cores_per_socket: 8, memory_mb: 64000,
+               gpus: {model: h100, count: 8, devices: "/dev/nvidia[0-7]"}}
+      nodes:
+        - {group: gpus, type: h100}
+      fabric:
+        tree:
+          top: [leaf1, leaf2]
+          leaf1: [rack1]
+          leaf2: [rack2]
+      partitions:
+        - {name: batch, nodes: [gpus], default: true}
+      qos:
+        - {name: normal}
+      users: [alice, bob]
+      tenants:
+        - {name: team-a, fairshare: 50, gpu_quota: 32, gpu_limit: 48, users: [alice], qos: [normal]}
+        - {name: team-b, fairshare: 50, gpu_quota: 32, users: [bob]}
+    """

@@ -1,0 +1,47 @@
+"""The Kubernetes roles' Molecule scenarios: render-only converge, idempotence and verify.
+
+No cluster is involved (gpucluster_k8s_apply=false writes the plan of what would be applied);
+each scenario takes about 12 s.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from tests.k8s.conftest import REPO
+
+K8S_ROLES = [
+    "cert_manager",
+    "network_operator",
+    "gpu_operator",
+    "dra_driver",
+    "kueue",
+    "kai_scheduler",
+    "gpu_workloads",
+    "slurm_on_k8s",
+]
+
+
+@pytest.mark.molecule
+@pytest.mark.parametrize("role", K8S_ROLES)
+def test_render_only_scenario(role: str) -> None:
+    molecule = shutil.which("molecule")
+    assert molecule, "molecule is not installed (pip install -e '.[dev]')"
+    env = {**os.environ, "ANSIBLE_FORCE_COLOR": "0", "PY_COLORS": "0", "NO_COLOR": "1"}
+    result = subprocess.run(
+        [molecule, "test", "--scenario-name", "default"],
+        cwd=REPO / "roles" / role,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output[-4000:]
+    assert "idempotence: Executed: Successful" in output
+    assert "verify: Executed: Successful" in output

@@ -1,0 +1,45 @@
+"""`gpucluster lab status|run` against the lab that is up."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from gpucluster.lab.paths import REPO_ROOT
+
+from .conftest import Lab
+
+pytestmark = pytest.mark.lab
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "gpucluster.cli", "lab", *args],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def test_status_shows_nodes_fabric_and_jobs(lab_cluster: Lab) -> None:
+    proc = cli("status")
+    assert proc.returncode == 0, proc.stderr
+    for word in ("nodes", "fabric", "jobs", "gpu04", "SwitchName=spine", "gpu:h100:8"):
+        assert word in proc.stdout
+
+
+def test_run_passes_the_command_and_its_exit_code(lab_cluster: Lab) -> None:
+    proc = cli("run", "--", "srun", "-N2", "--switches=1", "hostname")
+    assert proc.returncode == 0, proc.stderr
+    assert len(proc.stdout.split()) == 2
+    failing = cli("run", "--", "sh", "-c", "exit 7")
+    assert failing.returncode == 7
+
+
+def test_run_as_a_tenant_user(lab_cluster: Lab) -> None:
+    proc = cli("run", "--user", "bob", "--", "srun", "id", "-un")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "bob"

@@ -1,0 +1,78 @@
+"""The playbook on the lab: rendered files land byte for byte, a re-run changes nothing,
+and it repairs a node whose slurmd died; slurmctld restarts keep running jobs."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpucluster.lab import lab
+from gpucluster.lab.paths import DEFAULT_INVENTORY, REPO_ROOT
+
+from .conftest import Lab
+
+pytestmark = pytest.mark.lab
+
+
+def test_deployed_files_are_byte_identical_to_gpucluster_render(lab_cluster: Lab, tmp_path: Path) -> None:
+    subprocess.run(
+        [sys.executable, "-m", "gpucluster.cli", "render", str(DEFAULT_INVENTORY), "--out", str(tmp_path)],
+        check=True,
+        cwd=REPO_ROOT,
+        capture_output=True,
+    )
+    rendered = sorted(p.name for p in (tmp_path / "slurm").iterdir() if p.name != "accounts.yaml")
+    assert {"slurm.conf", "gres.conf", "cgroup.conf", "topology.conf"} <= set(rendered)
+    for host in [lab_cluster.cluster.spec.slurm.controller[0], *lab_cluster.cluster.hosts]:
+        for name in rendered:
+            deployed = lab_cluster.ok("cat", f"/etc/slurm/{name}", host=host)
+            assert deployed == (tmp_path / "slurm" / name).read_text(), f"{host}:/etc/slurm/{name}"
+
+
+def test_munge_key_is_shared_and_private(lab_cluster: Lab) -> None:
+    sums = set()
+    for host in [lab_cluster.cluster.spec.slurm.controller[0], *lab_cluster.cluster.hosts]:
+        mode = lab_cluster.ok("stat", "--format=%a %U", "/etc/munge/munge.key", host=host).strip()
+        assert mode == "400 munge", host
+        sums.add(lab_cluster.ok("sha256sum", "/etc/munge/munge.key", host=host).split()[0])
+    assert len(sums) == 1
+
+
+def test_mariadb_is_not_on_the_network(lab_cluster: Lab) -> None:
+    sockets = lab_cluster.ok("ss", "--listening", "--tcp", "--numeric", "--processes")
+    assert "mariadbd" not in sockets and ":3306" not in sockets
+    assert lab_cluster.ok("stat", "--format=%a %U", "/etc/slurm/slurmdbd.conf").strip() == "600 slurm"
+
+
+def test_second_run_changes_nothing(lab_cluster: Lab) -> None:
+    if lab_cluster.first_run is not None:
+        assert lab_cluster.first_run.total_changed > 0
+    again = lab.converge(progress=lambda message: None)
+    assert again.changed and again.total_changed == 0, again.changed
+
+
+def test_dead_slurmd_goes_down_and_the_playbook_brings_it_back(lab_cluster: Lab) -> None:
+    victim = lab_cluster.cluster.hosts[-1]
+    lab_cluster.ok("systemctl", "kill", "--signal=KILL", "slurmd", host=victim)
+    lab_cluster.wait(lambda: lab_cluster.node_states()[victim].startswith("down"), 90, f"{victim} to go down")
+    run = lab.converge(progress=lambda message: None)
+    assert run.changed[victim] >= 1  # slurmd started again
+    lab_cluster.wait(lambda: lab_cluster.node_states()[victim] == "idle", 60, f"{victim} to be idle")
+
+
+def test_running_job_survives_a_slurmctld_restart(lab_cluster: Lab) -> None:
+    job = lab_cluster.submit("-N1", "--wrap=sleep 300", user="carol")
+    lab_cluster.wait(
+        lambda: lab_cluster.ok("squeue", "--noheader", f"--jobs={job}", "--format=%T").strip() == "RUNNING",
+        30,
+        "the job to run",
+    )
+    lab_cluster.ok("systemctl", "restart", "slurmctld")
+    lab_cluster.wait(lambda: "UP" in lab_cluster.sh("scontrol", "ping").stdout, 60, "slurmctld to answer")
+    assert lab_cluster.ok("squeue", "--noheader", f"--jobs={job}", "--format=%T %u").split() == [
+        "RUNNING",
+        "carol",
+    ]

@@ -1,0 +1,241 @@
+"""Guardrails and pool planning as plain functions: each broken inventory names the key to fix."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cloud_harness import REPO, inventory_copy
+
+from gpucluster.cloud.catalog import gpu_machine
+from gpucluster.cloud.guardrails import aks_pool_name, enforce
+from gpucluster.cloud.plan import GPU_TAINT, host_labels, plan_cloud
+from gpucluster.cluster import load_cluster
+from gpucluster.errors import InventoryError
+from gpucluster.k8s.names import topology_levels
+
+Edit = Callable[[dict[str, Any]], None]
+
+
+def problems_of(tmp_path: Path, name: str, edit: Edit) -> list[str]:
+    with pytest.raises(InventoryError) as caught:
+        load_cluster(inventory_copy(tmp_path, name, edit))
+    return [f"{p.path}: {p.message}" for p in caught.value.problems]
+
+
+def only(problems: list[str], path: str) -> str:
+    found = [p for p in problems if p.startswith(f"{path}: ")]
+    assert len(found) == 1, problems
+    return found[0]
+
+
+def set_key(*path: str, value: Any) -> Edit:
+    def edit(cluster: dict[str, Any]) -> None:
+        node = cluster
+        for key in path[:-1]:
+            node = node.setdefault(key, {})
+        node[path[-1]] = value
+
+    return edit
+
+
+@pytest.mark.parametrize(
+    ("inventory", "edit", "path", "text"),
+    [
+        (
+            "aws-prod",
+            set_key("cloud", "pools", "p5", "taints", value=[]),
+            "cluster.cloud.pools.p5.taints",
+            "node type `p5` lack the nvidia.com/gpu=present:NoSchedule taint",
+        ),
+        (
+            "aws-prod",
+            set_key("cloud", "pools", "p5", "auto_upgrade", value=True),
+            "cluster.cloud.pools.p5.auto_upgrade",
+            "training pools must not auto-upgrade",
+        ),
+        (
+            "aws-prod",
+            set_key("node_types", "p5", "gpus", "count", value=4),
+            "cluster.node_types.p5.gpus.count",
+            "node type has 4 GPUs but p5.48xlarge has 8",
+        ),
+        (
+            "aws-dev",
+            set_key("node_types", "p4d", "gpus", "model", value="h100"),
+            "cluster.node_types.p4d.gpus.model",
+            "node type GPU `h100` but p4d.24xlarge has a100",
+        ),
+        (
+            "aws-dev",
+            set_key("node_types", "p4d", "gpus", "memory_gb", value=80),
+            "cluster.node_types.p4d.gpus.memory_gb",
+            "node type says 80 GB per GPU but p4d.24xlarge has 40",
+        ),
+        (
+            "gcp-dev",
+            set_key("cloud", "pools", "a3", "instance_type", value="n2-standard-8"),
+            "cluster.cloud.pools.a3.instance_type",
+            "`n2-standard-8` is not a known gcp GPU machine type",
+        ),
+        (
+            "aws-prod",
+            set_key("kubernetes", "gpu_operator", "driver", value="operator"),
+            "cluster.kubernetes.gpu_operator.driver",
+            "GPU Operator installs the driver but cloud.aws.ami_type AL2023_x86_64_NVIDIA ships one",
+        ),
+        (
+            "aws-prod",
+            set_key("cloud", "aws", "ami_type", value="AL2023_x86_64_STANDARD"),
+            "cluster.kubernetes.gpu_operator.driver",
+            "has no GPU driver and the GPU Operator does not install one",
+        ),
+        (
+            "aws-dev",
+            set_key("cloud", "aws", "release_version", value=None),
+            "cluster.cloud.aws.release_version",
+            "pin the AMI release version",
+        ),
+        (
+            "aws-prod",
+            set_key("cloud", "pools", "p5", "capacity", value={"type": "capacity_block"}),
+            "cluster.cloud.pools.p5.capacity.reservation",
+            "capacity type capacity_block needs a reservation",
+        ),
+        (
+            "gcp-prod",
+            set_key("cloud", "gcp", "release_channel", value="REGULAR"),
+            "cluster.cloud.gcp.release_channel",
+            "auto-upgrade off, which GKE release channels forbid",
+        ),
+        (
+            "gcp-prod",
+            set_key("cloud", "pools", "a3", "split_by", value="block"),
+            "cluster.cloud.pools.a3.split_by",
+            "fabric.blocks defines none",
+        ),
+        (
+            "nebius-prod",
+            set_key("cloud", "nebius", "drivers_preset", value="cuda12"),
+            "cluster.cloud.nebius.drivers_preset",
+            "installs a driver but the GPU Operator owns it",
+        ),
+        (
+            "nebius-dev",
+            set_key("cloud", "nebius", "drivers_preset", value=None),
+            "cluster.cloud.nebius.drivers_preset",
+            "no drivers preset and the GPU Operator does not install the driver",
+        ),
+        (
+            "azure-prod",
+            set_key("kubernetes", "platform", value="eks"),
+            "cluster.kubernetes.platform",
+            "does not match cloud provider azure (use aks)",
+        ),
+        (
+            "azure-prod",
+            set_key("cloud", "kubernetes_version", value="1.32"),
+            "cluster.cloud.kubernetes_version",
+            "1.32 differs from kubernetes.version 1.33",
+        ),
+        (
+            "azure-dev",
+            set_key("cloud", "azure", value=None),
+            "cluster.cloud.azure",
+            "provider is azure but the `azure` settings are missing",
+        ),
+        (
+            "aws-dev",
+            set_key("cloud", "zones", value=["us-west-2a"]),
+            "cluster.cloud.zones",
+            "EKS needs subnets in at least two zones",
+        ),
+        (
+            "aws-prod",
+            set_key("kubernetes", "gpu_taint", value=False),
+            "cluster.kubernetes.gpu_taint",
+            "cloud GPU pools are tainted nvidia.com/gpu",
+        ),
+        (
+            "aws-dev",
+            set_key("cloud", "pools", "nope", value={}),
+            "cluster.cloud.pools.nope",
+            "unknown node type `nope` (known: p4d)",
+        ),
+        (
+            "gcp-dev",
+            set_key("cloud", "pools", "a3", "capacity", value={"type": "capacity_block", "reservation": "r"}),
+            "cluster.cloud.pools.a3.capacity.type",
+            "Capacity Blocks are an AWS purchase option",
+        ),
+    ],
+)
+def test_guardrail_names_the_inventory_key(
+    tmp_path: Path, inventory: str, edit: Edit, path: str, text: str
+) -> None:
+    assert text in only(problems_of(tmp_path, inventory, edit), path)
+
+
+def test_problem_carries_file_and_line(tmp_path: Path) -> None:
+    broken = inventory_copy(tmp_path, "aws-prod", set_key("cloud", "pools", "p5", "auto_upgrade", value=True))
+    with pytest.raises(InventoryError) as caught:
+        load_cluster(broken)
+    (problem,) = caught.value.problems
+    lines = (broken / "group_vars/all/cluster.yml").read_text().splitlines()
+    assert problem.file.endswith("group_vars/all/cluster.yml")
+    assert problem.line is not None and lines[problem.line - 1].strip() == "auto_upgrade: true"
+
+
+def test_unknown_key_in_cloud_section_is_refused(tmp_path: Path) -> None:
+    problems = problems_of(tmp_path, "aws-dev", set_key("cloud", "instance", value="p5"))
+    assert "cluster.cloud.instance: unknown key" in problems[0]
+
+
+def test_example_inventories_pass_every_guardrail() -> None:
+    for name in ("aws", "gcp", "azure", "nebius"):
+        for env in ("dev", "prod"):
+            plan = enforce(load_cluster(REPO / "inventories" / f"{name}-{env}"))
+            assert plan.provider == name and plan.gpu_pools
+
+
+def test_enforce_needs_a_cloud_section() -> None:
+    with pytest.raises(InventoryError, match="no `cloud:` section"):
+        enforce(load_cluster(REPO / "inventories" / "superpod"))
+
+
+def test_pools_split_by_leaf_switch_with_the_fabric_labels_of_their_hosts() -> None:
+    cluster = load_cluster(REPO / "inventories" / "aws-prod")
+    plan = plan_cloud(cluster)
+    assert plan is not None
+    assert [(p.name, p.size) for p in plan.pools] == [
+        ("aws-prod-p5-leaf-pg1", 8),
+        ("aws-prod-p5-leaf-pg2", 8),
+    ]
+    assert sorted(h for p in plan.pools for h in p.hosts) == sorted(cluster.hosts)
+    for pool in plan.pools:
+        assert pool.taints == (GPU_TAINT,)
+        for host in pool.hosts:
+            assert host_labels(cluster, host).items() <= pool.labels.items()
+            assert pool.labels["gpucluster.io/fabric-leaf"] == cluster.switch_path[host][-1]
+    # The labels the pools carry are the levels the Kubernetes layer's topologies use.
+    levels = [level for level in topology_levels(cluster) if level != "kubernetes.io/hostname"]
+    assert all(level in plan.pools[0].labels for level in levels)
+
+
+def test_split_none_gives_one_pool_and_driver_owner_follows_the_kubernetes_layer() -> None:
+    plan = plan_cloud(load_cluster(REPO / "inventories" / "gcp-dev"))
+    assert plan is not None and [p.size for p in plan.pools] == [2] and plan.driver_owner == "cloud"
+    prod = plan_cloud(load_cluster(REPO / "inventories" / "gcp-prod"))
+    assert prod is not None and prod.driver_owner == "operator"
+
+
+def test_catalog_and_names() -> None:
+    h100 = gpu_machine("nebius", "gpu-h100-sxm/8gpu-128vcpu-1600gb")
+    assert h100 is not None and (h100.gpu_model, h100.gpus) == ("h100", 8)
+    assert gpu_machine("nebius", "gpu-h100-sxm/8vcpu-32gb") is None
+    a3 = gpu_machine("gcp", "a3-highgpu-8g")
+    assert a3 is not None and a3.accelerator == "nvidia-h100-80gb"
+    assert aks_pool_name("azure-prod-nd-ib2", "azure-prod") == "ndib2"
+    assert aks_pool_name("c-1-gpu", "c") == "g1gpu"

@@ -1,0 +1,70 @@
+"""slurm_config_files decides reconfigure vs restart the way Slurm 22.05 needs."""
+
+from __future__ import annotations
+
+import yaml
+
+from .conftest import ROLES, load_module
+
+config = load_module("slurm_common", "slurm_config_files")
+REGEX = yaml.safe_load((ROLES / "slurm_common" / "defaults" / "main.yml").read_text())[
+    "slurm_restart_keys_regex"
+]
+
+BASE = "ClusterName=lab\nSlurmctldHost=ctl01\nNodeName=gpu[01-04] CPUs=2 Gres=gpu:h100:8\nPartitionName=gpu Nodes=gpu[01-04] MaxTime=1-00:00:00\nSlurmdTimeout=300\n"
+
+
+def decide(before: dict[str, str | None], after: dict[str, str | None]) -> tuple[list[str], bool, bool]:
+    return config.decide(before, after, REGEX, ["gres.conf", "cgroup.conf"])
+
+
+def test_first_install_needs_neither() -> None:
+    assert decide({"slurm.conf": None}, {"slurm.conf": BASE}) == (["slurm.conf"], False, False)
+
+
+def test_same_content_changes_nothing() -> None:
+    assert decide({"slurm.conf": BASE}, {"slurm.conf": BASE}) == ([], False, False)
+
+
+def test_timeout_change_is_a_reconfigure() -> None:
+    after = BASE.replace("SlurmdTimeout=300", "SlurmdTimeout=20")
+    assert decide({"slurm.conf": BASE}, {"slurm.conf": after}) == (["slurm.conf"], False, True)
+
+
+def test_partition_time_change_is_a_reconfigure() -> None:
+    after = BASE.replace("MaxTime=1-00:00:00", "MaxTime=2-00:00:00")
+    assert decide({"slurm.conf": BASE}, {"slurm.conf": after})[1:] == (False, True)
+
+
+def test_node_list_change_is_a_restart() -> None:
+    after = BASE.replace("gpu[01-04]", "gpu[01-05]")
+    assert decide({"slurm.conf": BASE}, {"slurm.conf": after})[1:] == (True, False)
+
+
+def test_plugin_change_is_a_restart() -> None:
+    after = BASE + "ProctrackType=proctrack/cgroup\n"
+    before = BASE + "ProctrackType=proctrack/linuxproc\n"
+    assert decide({"slurm.conf": before}, {"slurm.conf": after})[1:] == (True, False)
+
+
+def test_topology_change_is_a_reconfigure_and_gres_change_a_restart() -> None:
+    before = {"slurm.conf": BASE, "topology.conf": "SwitchName=a Nodes=gpu[01-04]\n", "gres.conf": "x\n"}
+    assert decide(before, {**before, "topology.conf": "SwitchName=b Nodes=gpu[01-04]\n"})[1:] == (False, True)
+    assert decide(before, {**before, "gres.conf": "y\n"})[1:] == (True, False)
+
+
+def test_a_file_no_longer_rendered_is_removed() -> None:
+    before = {"slurm.conf": BASE, "topology.conf": "SwitchName=a Nodes=gpu[01-04]\n"}
+    assert decide(before, {"slurm.conf": BASE, "topology.conf": None}) == (["topology.conf"], False, True)
+
+
+def test_partition_membership_change_is_a_reconfigure() -> None:
+    after = BASE.replace("PartitionName=gpu Nodes=gpu[01-04]", "PartitionName=gpu Nodes=gpu[01-03]")
+    assert decide({"slurm.conf": BASE}, {"slurm.conf": after})[1:] == (False, True)
+
+
+def test_restart_regex_reads_the_role_default() -> None:
+    assert config.restart_lines(BASE, REGEX) == [
+        "SlurmctldHost=ctl01",
+        "NodeName=gpu[01-04] CPUs=2 Gres=gpu:h100:8",
+    ]

@@ -1,0 +1,68 @@
+"""Every example that targets the installed Slurm (22.05) starts a real slurmctld cleanly, and the
+topology it reports equals the inventory's switch tree."""
+
+from __future__ import annotations
+
+import copy
+import os
+import textwrap
+
+import pytest
+import yaml
+
+from gpucluster.cluster import load_cluster
+from gpucluster.render import render_files
+from gpucluster.trial.slurmctld import TrialUnavailable, expected_topology, installed_version, run_trial
+from tests.conftest import INVENTORIES, SMALL_CLUSTER, SMALL_HOSTS, InventoryFactory, example_inventories, run_cli
+
+pytestmark = [
+    pytest.mark.slurm,
+    pytest.mark.skipif(
+        (os.geteuid() != 0 or installed_version() is None) and not os.environ.get("CI"),
+        reason="needs root and Debian slurm-wlm (CI has both)",
+    ),
+]
+
+INSTALLED = installed_version()
+TARGETS = {name: load_cluster(INVENTORIES / name).version for name in example_inventories()}
+RUNNABLE = [name for name, version in TARGETS.items() if version == INSTALLED]
+
+
+def test_the_examples_include_ones_the_installed_slurm_can_prove() -> None:
+    assert {"lab", "superpod"} <= set(RUNNABLE)
+
+
+@pytest.mark.parametrize("example", RUNNABLE)
+def test_example_starts_real_slurmctld_without_errors(example: str) -> None:
+    cluster = load_cluster(INVENTORIES / example)
+    result = run_trial(cluster, render_files(cluster))
+    assert result.started, "\n".join(result.log[-30:])
+    assert result.bad_lines == []
+    assert result.topology == expected_topology(cluster)
+    assert result.topology, "scontrol show topology listed no switches"
+    for partition, hosts in cluster.partitions.items():
+        assert f"PartitionName={partition} " in result.partitions
+    assert result.nodes.count("NodeName=") == len(cluster.hosts)
+
+
+def test_other_targets_are_refused_not_passed() -> None:
+    nvl72 = load_cluster(INVENTORIES / "nvl72")
+    with pytest.raises(TrialUnavailable, match="target Slurm is 25.05"):
+        run_trial(nvl72, render_files(nvl72))
+
+
+def test_trial_catches_a_config_slurm_rejects(inventories: InventoryFactory) -> None:
+    data = yaml.safe_load(textwrap.dedent(SMALL_CLUSTER))
+    bad = copy.deepcopy(data)
+    # A select plugin parameter Slurm 22.05 does not know: the daemon must refuse it.
+    bad["cluster"]["slurm"]["extra"] = {"SelectTypeParameters": "CR_Bogus"}
+    cluster = load_cluster(inventories.make(SMALL_HOSTS, yaml.safe_dump(bad)))
+    result = run_trial(cluster, render_files(cluster))
+    assert not result.ok
+    assert any("fatal" in line.lower() or "error" in line.lower() for line in result.bad_lines + result.log)
+
+
+def test_cli_trial_reports_success_for_the_lab() -> None:
+    proc = run_cli("trial", "inventories/lab")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "slurmctld started; 0 error line(s); topology matches the inventory" in proc.stdout

@@ -1,0 +1,52 @@
+"""The house rules as tests: ruff, mypy --strict on gpucluster/, yamllint, ansible-lint (production)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+
+def run(*command: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(command, cwd=REPO, capture_output=True, text=True, check=False)
+
+
+def tool(name: str) -> str:
+    # Prefer the tool installed next to this interpreter (the project's virtualenv).
+    local = shutil.which(name, path=str(Path(sys.executable).parent))
+    found = local or shutil.which(name)
+    if found is None:
+        pytest.fail(f"{name} is not installed: run scripts/setup.sh")
+    return found
+
+
+def test_ruff_check() -> None:
+    proc = run(tool("ruff"), "check", ".")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_ruff_format() -> None:
+    proc = run(tool("ruff"), "format", "--check", ".")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_mypy_strict() -> None:
+    proc = run(sys.executable, "-m", "mypy")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_yamllint() -> None:
+    proc = run(tool("yamllint"), "--strict", ".")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_ansible_lint_production_profile() -> None:
+    if not (REPO / "roles").is_dir() or not any((REPO / "roles").iterdir()):
+        pytest.fail("no roles to lint")
+    proc = run(tool("ansible-lint"), "--profile", "production", "--offline", "roles", "playbooks")
+    assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr[-3000:]

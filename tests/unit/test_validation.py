@@ -1,0 +1,319 @@
+"""Every kind of bad inventory is reported with file, key path and reason; nothing else escapes."""
+
+from __future__ import annotations
+
+import copy
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from gpucluster.cluster import load_cluster
+from gpucluster.errors import InventoryError
+from tests.conftest import SMALL_CLUSTER, SMALL_HOSTS, InventoryFactory, run_cli
+
+BASE = yaml.safe_load(textwrap.dedent(SMALL_CLUSTER))
+CLUSTER_FILE = "group_vars/all/cluster.yml"
+
+
+def write(
+    inventories: InventoryFactory, mutate: Callable[[dict[str, Any]], None], hosts: str = SMALL_HOSTS
+) -> Path:
+    data = copy.deepcopy(BASE)
+    mutate(data["cluster"])
+    return inventories.make(hosts, yaml.safe_dump(data, sort_keys=False))
+
+
+def problems_of(directory: Path) -> list[str]:
+    with pytest.raises(InventoryError) as info:
+        load_cluster(directory)
+    return [str(p) for p in info.value.problems]
+
+
+def test_small_inventory_is_valid(inventories: InventoryFactory) -> None:
+    cluster = load_cluster(write(inventories, lambda c: None))
+    assert cluster.total_gpus == 64
+    assert cluster.partitions["batch"] == [f"n{i:02d}" for i in range(1, 9)]
+    assert cluster.switch_path["n05"] == ("top", "leaf2")
+
+
+CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
+    (
+        "typo",
+        lambda c: c["partitions"][0].update(nodse=["gpus"]),
+        "cluster.partitions[0].nodse",
+        "unknown key",
+    ),
+    ("missing", lambda c: c.pop("partitions"), "cluster.partitions", "required key is missing"),
+    (
+        "bad type",
+        lambda c: c["node_types"]["h100"].update(sockets="two"),
+        "cluster.node_types.h100.sockets",
+        "integer",
+    ),
+    (
+        "unknown type",
+        lambda c: c["nodes"][0].update(type="a100"),
+        "cluster.nodes[0].type",
+        "unknown node type `a100`",
+    ),
+    (
+        "unknown group",
+        lambda c: c["nodes"].append({"group": "nope", "type": "h100"}),
+        "cluster.nodes[1].group",
+        "`nope` is not a host or group",
+    ),
+    (
+        "two node types",
+        lambda c: (
+            c["node_types"].update(h200=c["node_types"]["h100"]),
+            c["nodes"].append({"group": "rack1", "type": "h200"}),
+        ),
+        "cluster.nodes[1].group",
+        "already has node type `h100`",
+    ),
+    (
+        "device count",
+        lambda c: c["node_types"]["h100"]["gpus"].update(devices="/dev/nvidia[0-3]"),
+        "cluster.node_types.h100.gpus.devices",
+        "names 4 device(s) but count is 8",
+    ),
+    (
+        "no devices",
+        lambda c: c["node_types"]["h100"]["gpus"].pop("devices"),
+        "cluster.node_types.h100.gpus.devices",
+        "device files are required",
+    ),
+    (
+        "partition host",
+        lambda c: c["partitions"][0].update(nodes=["gpus", "ghost"]),
+        "cluster.partitions[0].nodes[1]",
+        "`ghost` is not a host or group",
+    ),
+    (
+        "partition non-node",
+        lambda c: c["partitions"][0].update(nodes=["gpus", "head"]),
+        "cluster.partitions[0].nodes[1]",
+        "`head` has no node type",
+    ),
+    (
+        "no partition",
+        lambda c: c["partitions"][0].update(nodes=["rack1"]),
+        "cluster.partitions",
+        "in no partition: n[05-08]",
+    ),
+    (
+        "two defaults",
+        lambda c: c["partitions"].append({"name": "b2", "nodes": ["rack1"], "default": True}),
+        "cluster.partitions[1].default",
+        "more than one partition",
+    ),
+    (
+        "bad time",
+        lambda c: c["partitions"][0].update(max_time="7 days"),
+        "cluster.partitions[0].max_time",
+        "not a Slurm time",
+    ),
+    (
+        "switch unknown child",
+        lambda c: c["fabric"]["tree"].update(leaf2=["rack2", "ghost"]),
+        "cluster.fabric.tree.leaf2[1]",
+        "`ghost` is not a host or group",
+    ),
+    (
+        "cycle",
+        lambda c: c["fabric"]["tree"].update(leaf1=["top"], top=["leaf1", "leaf2"]),
+        "cluster.fabric.tree.top",
+        "cycle: top -> leaf1 -> top",
+    ),
+    (
+        "two leaves",
+        lambda c: c["fabric"]["tree"].update(leaf2=["rack2", "n01"]),
+        "cluster.fabric.tree.leaf2[1]",
+        "already under leaf switch `leaf1`",
+    ),
+    (
+        "mixed switch",
+        lambda c: c["fabric"]["tree"].update(top=["leaf1", "leaf2", "n01"]),
+        "cluster.fabric.tree.top",
+        "either child switches or hosts",
+    ),
+    (
+        "not under a leaf",
+        lambda c: c["fabric"]["tree"].update(leaf2=["n05"]),
+        "cluster.fabric.tree",
+        "under no leaf switch: n[06-08]",
+    ),
+    (
+        "block on 22.05",
+        lambda c: c["fabric"].update(blocks={"b1": ["rack1"], "b2": ["rack2"]}),
+        "cluster.fabric.blocks",
+        "Slurm 22.05 lacks (needs >= 23.11)",
+    ),
+    (
+        "block sizes",
+        lambda c: (
+            c["slurm"].update(version="24.05"),
+            c["fabric"].update(blocks={"b1": ["rack1"], "b2": ["rack2"]}, block_sizes=[4, 12]),
+        ),
+        "cluster.fabric.block_sizes[1]",
+        "not a power-of-two multiple",
+    ),
+    (
+        "old slurm",
+        lambda c: c["slurm"].update(version="21.08"),
+        "cluster.slurm.version",
+        "older than the oldest supported",
+    ),
+    (
+        "controller",
+        lambda c: c["slurm"].update(controller=["head", "head2"]),
+        "cluster.slurm.controller[1]",
+        "`head2` is not a host",
+    ),
+    (
+        "quota sum",
+        lambda c: c["tenants"][0].update(gpu_quota=40, gpu_limit=40),
+        "cluster.tenants",
+        "adds up to 72, more than the cluster's 64 GPUs",
+    ),
+    (
+        "limit below quota",
+        lambda c: c["tenants"][0].update(gpu_limit=16),
+        "cluster.tenants[0].gpu_limit",
+        "below gpu_quota 32",
+    ),
+    (
+        "limit above cluster",
+        lambda c: c["tenants"][0].update(gpu_limit=65),
+        "cluster.tenants[0].gpu_limit",
+        "exceeds the cluster's 64 GPUs",
+    ),
+    (
+        "unknown user",
+        lambda c: c["tenants"][1].update(users=["bob", "mallory"]),
+        "cluster.tenants[1].users[1]",
+        "unknown user `mallory`",
+    ),
+    (
+        "unknown qos",
+        lambda c: c["tenants"][0].update(qos=["normal", "turbo"]),
+        "cluster.tenants[0].qos[1]",
+        "unknown QOS `turbo`",
+    ),
+    (
+        "unknown parent",
+        lambda c: c["tenants"][1].update(parent="team-z"),
+        "cluster.tenants[1].parent",
+        "unknown parent tenant",
+    ),
+    (
+        "child quota",
+        lambda c: c["tenants"][1].update(parent="team-a", gpu_quota=40, gpu_limit=48),
+        "cluster.tenants[0].gpu_quota",
+        "child tenants' gpu_quota adds up to 40",
+    ),
+    (
+        "tenant name",
+        lambda c: c["tenants"][0].update(name="Team A"),
+        "cluster.tenants[0].name",
+        "should match pattern",
+    ),
+]
+
+
+@pytest.mark.parametrize(("mutate", "path", "message"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_each_problem_names_file_path_and_reason(
+    inventories: InventoryFactory, mutate: Callable[[dict[str, Any]], None], path: str, message: str
+) -> None:
+    directory = write(inventories, mutate)
+    found = problems_of(directory)
+    expected_file = str(directory / CLUSTER_FILE)
+    assert any(p.startswith(expected_file) and f": {path}: " in p and message in p for p in found), (
+        f"expected {path}: {message} in {found}"
+    )
+
+
+def test_all_problems_are_reported_at_once(inventories: InventoryFactory) -> None:
+    def many(c: dict[str, Any]) -> None:
+        c["nodes"][0]["type"] = "a100"
+        c["partitions"][0]["nodes"] = ["ghost"]
+        c["tenants"][0]["qos"] = ["turbo"]
+
+    found = problems_of(write(inventories, many))
+    assert len(found) >= 3
+
+
+def test_problem_carries_the_line_of_the_key(inventories: InventoryFactory) -> None:
+    directory = write(inventories, lambda c: c["partitions"][0].update(nodse=["gpus"]))
+    text = (directory / CLUSTER_FILE).read_text().splitlines()
+    line = next(i for i, row in enumerate(text, 1) if "nodse" in row)
+    assert any(p.startswith(f"{directory / CLUSTER_FILE}:{line}: ") for p in problems_of(directory))
+
+
+HOSTS_CASES = [
+    (
+        "duplicate host",
+        "all:\n  children:\n    g:\n      hosts:\n        n[01:04]:\n        n[03:05]:\n",
+        "hosts.yml",
+        "duplicate host `n03`",
+    ),
+    (
+        "duplicate key",
+        "all:\n  children:\n    g:\n      hosts:\n        n01:\n        n01:\n",
+        "hosts.yml",
+        "duplicate key",
+    ),
+    (
+        "bad range",
+        "all:\n  children:\n    g:\n      hosts:\n        n[04:01]:\n",
+        "hosts.yml",
+        "begin is after end",
+    ),
+    ("bad group key", "all:\n  children:\n    g:\n      host:\n        n01:\n", "hosts.yml", "unknown key"),
+    ("syntax", "all:\n  children:\n    g: [\n", "hosts.yml", "YAML syntax error at line"),
+    (
+        "group cycle",
+        "all:\n  children:\n    a:\n      children:\n        b:\n          children:\n            a:\n",
+        "hosts.yml",
+        "cycle",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("hosts", "file", "message"), [c[1:] for c in HOSTS_CASES], ids=[c[0] for c in HOSTS_CASES]
+)
+def test_hosts_file_problems(inventories: InventoryFactory, hosts: str, file: str, message: str) -> None:
+    directory = inventories.make(hosts, SMALL_CLUSTER)
+    found = problems_of(directory)
+    assert any(p.startswith(str(directory / file)) and message in p for p in found), found
+
+
+def test_cluster_file_syntax_error_names_line_and_column(inventories: InventoryFactory) -> None:
+    directory = inventories.make(SMALL_HOSTS, "cluster:\n  name: x\n  slurm: {version: '22.05'\n")
+    found = problems_of(directory)
+    assert any("YAML syntax error at line" in p and "column" in p for p in found), found
+
+
+def test_missing_cluster_definition(inventories: InventoryFactory) -> None:
+    directory = inventories.make(SMALL_HOSTS, "other_var: 1\n")
+    assert any("no group_vars file of `all` defines `cluster`" in p for p in problems_of(directory))
+
+
+def test_cli_exit_code_2_and_no_traceback(inventories: InventoryFactory) -> None:
+    directory = write(inventories, lambda c: c["nodes"][0].update(type="a100"))
+    for command in ("validate", "show", "render"):
+        proc = run_cli(command, str(directory))
+        assert proc.returncode == 2, proc
+        assert "Traceback" not in proc.stderr + proc.stdout
+        assert "cluster.nodes[0].type: unknown node type `a100`" in proc.stderr
+
+
+def test_cli_valid_inventory_exits_0(inventories: InventoryFactory) -> None:
+    proc = run_cli("validate", str(write(inventories, lambda c: None)))
+    assert proc.returncode == 0
+    assert "valid (8 nodes, 64 GPUs" in proc.stdout
