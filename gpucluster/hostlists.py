@@ -51,11 +51,43 @@ def _fold_trailing(names: list[str]) -> list[str]:
     return tokens
 
 
+def _fold_uniform(names: list[str]) -> str | None:
+    """The common case, done without the general algorithm: one prefix and equal-width trailing
+    numbers (gpu0001..gpu4096, leaf switch members). None when names are not of that shape."""
+    first = _TRAILING_NUMBER.match(names[0])
+    if first is None:
+        return None
+    prefix, width = first.group(1), len(first.group(2))
+    numbers: list[int] = []
+    for name in names:
+        digits = name[len(prefix) :]
+        if not name.startswith(prefix) or len(digits) != width or not digits.isdigit():
+            return None
+        numbers.append(int(digits))
+    numbers.sort()
+    runs: list[str] = []
+    start = previous = numbers[0]
+    for number in [*numbers[1:], None]:
+        if number is not None and number == previous + 1:
+            previous = number
+            continue
+        low, high = str(start).zfill(width), str(previous).zfill(width)
+        runs.append(low if start == previous else f"{low}-{high}")
+        if number is not None:
+            start = previous = number
+    if len(numbers) == 1:
+        return names[0]
+    return f"{prefix}[{','.join(runs)}]"
+
+
 def compress(hosts: Iterable[str]) -> str:
     """Compact Slurm hostlist of the given names (order-independent, deterministic)."""
     names = sorted(set(hosts))
     if not names:
         return ""
+    uniform = _fold_uniform(names)
+    if uniform is not None:
+        return uniform
     tokens: list[str] = []
     for token in _split_top_level(str(hostlist.collect_hostlist(names))):
         if slurm_parsable(token):

@@ -28,7 +28,9 @@ def test_rendered_files_match_golden_copies(example: str) -> None:
         for rel, content in files.items():
             (directory / rel).parent.mkdir(parents=True, exist_ok=True)
             (directory / rel).write_text(content)
-    stored = {str(p.relative_to(directory)): p.read_text() for p in sorted(directory.rglob("*")) if p.is_file()}
+    stored = {
+        str(p.relative_to(directory)): p.read_text() for p in sorted(directory.rglob("*")) if p.is_file()
+    }
     assert sorted(stored) == sorted(files), "files added or missing: run with UPDATE_GOLDEN=1 and review"
     for rel, content in files.items():
         assert content == stored[rel], f"{example}/{rel} differs from its golden copy"

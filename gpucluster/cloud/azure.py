@@ -20,8 +20,9 @@ from gpucluster.cloud.outputs import Built, output_field
 from gpucluster.cloud.plan import POOL_LABEL, CloudPlan, DriverOwner, PoolPlan
 
 
-def aks_gpu_driver(owner: DriverOwner) -> str:
-    return "None" if owner == "operator" else "Install"
+def aks_gpu_driver(owner: DriverOwner) -> containerservice.GPUDriver:
+    """`gpu_profile.driver` of pulumi-azure-native 3.x (API 2025-09-01): None skips the AKS driver."""
+    return containerservice.GPUDriver.NONE if owner == "operator" else containerservice.GPUDriver.INSTALL
 
 
 class AksCluster(pulumi.ComponentResource):

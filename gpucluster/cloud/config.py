@@ -65,9 +65,17 @@ def read_stack_config(provider: str, stack_dir: Path) -> StackConfig:
     )
 
 
-def check_stack(stack: StackConfig, plan: CloudPlan) -> list[Problem]:
+def check_stack(stack: StackConfig, plan: CloudPlan, has_kubernetes: bool) -> list[Problem]:
     """The stack must build the cloud its inventory names, where the inventory says."""
     problems = []
+    if stack.install_kubernetes and not has_kubernetes:
+        problems.append(
+            Problem(
+                stack.stack_file,
+                f"{stack.project}:installKubernetes",
+                f"the inventory {stack.inventory.name} has no `kubernetes:` section to install",
+            )
+        )
     cloud = plan.cloud
     if cloud.provider != stack.provider:
         problems.append(

@@ -59,6 +59,17 @@ class _Guard:
         self.check_provider()
         return self.problems
 
+    def check_aks_names(self) -> None:
+        """AKS pool names are cut to 12 characters; two pools must not end up with the same one."""
+        seen: dict[str, str] = {}
+        for pool in self.plan.pools:
+            short = aks_pool_name(pool.name, self.plan.cluster_name)
+            if short in seen and seen[short] != pool.name:
+                self.fail(
+                    pool.key, f"pools `{seen[short]}` and `{pool.name}` both get the AKS name `{short}`"
+                )
+            seen.setdefault(short, pool.name)
+
     def check_section(self) -> None:
         provider = self.cloud.provider
         if getattr(self.cloud, provider) is None:
@@ -230,6 +241,7 @@ class _Guard:
                     )
                     break
         if cloud.provider == "azure":
+            self.check_aks_names()
             modes = {p.settings.auto_upgrade for p in self.plan.pools}
             if len(modes) > 1:
                 self.fail(

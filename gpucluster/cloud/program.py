@@ -22,7 +22,7 @@ def guarded_plan(provider: str, stack_dir: Path) -> tuple[Cluster, CloudPlan, St
     try:
         cluster = load_cluster(stack.inventory)
         plan = enforce(cluster)
-        problems = check_stack(stack, plan)
+        problems = check_stack(stack, plan, has_kubernetes=cluster.spec.kubernetes is not None)
         if problems:
             raise InventoryError(problems)
     except InventoryError as exc:

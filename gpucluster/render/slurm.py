@@ -87,7 +87,8 @@ def render_gres_conf(cluster: Cluster) -> str | None:
 
 def render_accounts(cluster: Cluster) -> str:
     """The associations the slurm_accounts role makes true (YAML, sorted)."""
-    body = yaml.safe_dump(desired_associations(cluster), sort_keys=False, default_flow_style=False)
+    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+    body = yaml.dump(desired_associations(cluster), Dumper=dumper, sort_keys=False, default_flow_style=False)
     return header(cluster.source) + "\n" + body
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -26,21 +27,32 @@ K8S_ROLES = [
 ]
 
 
-@pytest.mark.molecule
-@pytest.mark.parametrize("role", K8S_ROLES)
-def test_render_only_scenario(role: str) -> None:
+def _run_scenario(role: str) -> subprocess.CompletedProcess[str]:
     molecule = shutil.which("molecule")
     assert molecule, "molecule is not installed (pip install -e '.[dev]')"
     env = {**os.environ, "ANSIBLE_FORCE_COLOR": "0", "PY_COLORS": "0", "NO_COLOR": "1"}
-    result = subprocess.run(
+    return subprocess.run(
         [molecule, "test", "--scenario-name", "default"],
         cwd=REPO / "roles" / role,
         capture_output=True,
         text=True,
         env=env,
-        timeout=300,
+        timeout=600,
         check=False,
     )
+
+
+@pytest.fixture(scope="module")
+def scenario_results() -> dict[str, subprocess.CompletedProcess[str]]:
+    """All scenarios, two at a time (each is mostly ansible-playbook start-up on one core)."""
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return dict(zip(K8S_ROLES, pool.map(_run_scenario, K8S_ROLES), strict=True))
+
+
+@pytest.mark.molecule
+@pytest.mark.parametrize("role", K8S_ROLES)
+def test_render_only_scenario(role: str, scenario_results: dict[str, subprocess.CompletedProcess[str]]) -> None:
+    result = scenario_results[role]
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-4000:]
     assert "idempotence: Executed: Successful" in output

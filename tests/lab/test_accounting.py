@@ -65,7 +65,9 @@ def test_qos_gpu_limit_keeps_a_job_pending(lab_cluster: Lab) -> None:
 def test_sshare_shows_each_tenant_fairshare(lab_cluster: Lab) -> None:
     out = lab_cluster.ok("sshare", "--noheader", "--parsable2", "--format=Account,User,RawShares")
     shares = {
-        account.strip(): raw for account, user, raw in (line.split("|") for line in out.splitlines()) if not user
+        account.strip(): raw
+        for account, user, raw in (line.split("|") for line in out.splitlines())
+        if not user
     }
     for tenant in lab_cluster.cluster.spec.tenants:
         assert shares[tenant.name] == str(tenant.fairshare)

@@ -239,3 +239,40 @@ def test_catalog_and_names() -> None:
     assert a3 is not None and a3.accelerator == "nvidia-h100-80gb"
     assert aks_pool_name("azure-prod-nd-ib2", "azure-prod") == "ndib2"
     assert aks_pool_name("c-1-gpu", "c") == "g1gpu"
+
+
+def test_every_cloud_field_documents_its_update_policy() -> None:
+    from pydantic import BaseModel
+
+    from gpucluster.cloud.model import CloudSpec
+
+    seen: set[type[BaseModel]] = set()
+
+    def walk(model: type[BaseModel]) -> None:
+        if model in seen:
+            return
+        seen.add(model)
+        for name, info in model.model_fields.items():
+            extra = info.json_schema_extra
+            assert info.description and isinstance(extra, dict) and "x-update" in extra, (
+                f"{model.__name__}.{name}"
+            )
+            for arg in (*getattr(info.annotation, "__args__", ()), info.annotation):
+                inner = getattr(arg, "__args__", (arg,))
+                for candidate in (*inner, arg):
+                    if isinstance(candidate, type) and issubclass(candidate, BaseModel):
+                        walk(candidate)
+
+    walk(CloudSpec)
+    assert len(seen) >= 8
+
+
+def test_aks_pool_names_must_stay_distinct(tmp_path: Path) -> None:
+    def long_leaf_names(cluster: dict[str, Any]) -> None:
+        tree = cluster["fabric"]["tree"]
+        tree["spine"] = ["infiniband-leaf-a1", "infiniband-leaf-a2"]
+        tree["infiniband-leaf-a1"] = tree.pop("ib1")
+        tree["infiniband-leaf-a2"] = tree.pop("ib2")
+
+    problems = problems_of(tmp_path, "azure-prod", long_leaf_names)
+    assert "both get the AKS name `ndinfiniband`" in only(problems, "cluster.node_types.nd")

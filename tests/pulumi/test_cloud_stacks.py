@@ -117,7 +117,7 @@ def test_outputs_kubeconfig_secret_pool_facts_and_ansible_inventory(stack_run: A
     assert api["hosts"] == {"localhost": {"ansible_connection": "local"}}
     assert api["vars"]["gpucluster_inventory"] == str(plan_inventory(cloud, stack))
     assert api["vars"]["gpucluster_node_pools"] == json.loads(json.dumps(facts))
-    assert "kubeconfig" not in run.outputs["ansibleInventory"].lower().replace("k8s_auth_kubeconfig", "")
+    assert run.outputs["kubeconfig"] not in run.outputs["ansibleInventory"]  # the secret stays out
 
 
 def test_aws_prod_capacity_block_efa_placement_and_pinned_ami() -> None:
@@ -336,3 +336,11 @@ def test_cpu_node_type_gets_an_untainted_pool_without_efa(tmp_path: Path) -> Non
     assert [c for c in run.calls if c[0].endswith("getInstanceType")] == [
         ("aws:ec2/getInstanceType:getInstanceType", {"instanceType": "p4d.24xlarge"})
     ]
+
+
+def test_install_kubernetes_without_a_kubernetes_section_stops_first() -> None:
+    message, _ = stopped("nebius", "dev", {"gpucluster-nebius:installKubernetes": True})
+    assert (
+        "stacks/nebius/Pulumi.dev.yaml: gpucluster-nebius:installKubernetes: the inventory nebius-dev"
+        in message
+    )

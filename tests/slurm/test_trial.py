@@ -13,7 +13,14 @@ import yaml
 from gpucluster.cluster import load_cluster
 from gpucluster.render import render_files
 from gpucluster.trial.slurmctld import TrialUnavailable, expected_topology, installed_version, run_trial
-from tests.conftest import INVENTORIES, SMALL_CLUSTER, SMALL_HOSTS, InventoryFactory, example_inventories, run_cli
+from tests.conftest import (
+    INVENTORIES,
+    SMALL_CLUSTER,
+    SMALL_HOSTS,
+    InventoryFactory,
+    example_inventories,
+    run_cli,
+)
 
 pytestmark = [
     pytest.mark.slurm,
@@ -40,14 +47,14 @@ def test_example_starts_real_slurmctld_without_errors(example: str) -> None:
     assert result.bad_lines == []
     assert result.topology == expected_topology(cluster)
     assert result.topology, "scontrol show topology listed no switches"
-    for partition, hosts in cluster.partitions.items():
+    for partition in cluster.partitions:
         assert f"PartitionName={partition} " in result.partitions
     assert result.nodes.count("NodeName=") == len(cluster.hosts)
 
 
 def test_other_targets_are_refused_not_passed() -> None:
     nvl72 = load_cluster(INVENTORIES / "nvl72")
-    with pytest.raises(TrialUnavailable, match="target Slurm is 25.05"):
+    with pytest.raises(TrialUnavailable, match=r"target Slurm is 25\.05"):
         run_trial(nvl72, render_files(nvl72))
 
 

@@ -14,7 +14,14 @@ import yaml
 from gpucluster.cluster import load_cluster
 from gpucluster.render import render_files, write_tree
 from gpucluster.render.files import MANIFEST
-from tests.conftest import INVENTORIES, SMALL_CLUSTER, SMALL_HOSTS, InventoryFactory, example_inventories, run_cli
+from tests.conftest import (
+    INVENTORIES,
+    SMALL_CLUSTER,
+    SMALL_HOSTS,
+    InventoryFactory,
+    example_inventories,
+    run_cli,
+)
 
 BASE = yaml.safe_load(textwrap.dedent(SMALL_CLUSTER))
 
@@ -101,7 +108,9 @@ def test_tree_topology_for_22_05(inventories: InventoryFactory) -> None:
 
 def test_block_topology_for_24_05(inventories: InventoryFactory) -> None:
     directory = small(
-        inventories, slurm__version="24.05", fabric={"blocks": {"b1": ["rack1"], "b2": ["rack2"]}, "block_sizes": [2, 4]}
+        inventories,
+        slurm__version="24.05",
+        fabric={"blocks": {"b1": ["rack1"], "b2": ["rack2"]}, "block_sizes": [2, 4]},
     )
     files = render_files(load_cluster(directory))
     assert "TopologyPlugin=topology/block" in files["slurm/slurm.conf"]
@@ -110,7 +119,11 @@ def test_block_topology_for_24_05(inventories: InventoryFactory) -> None:
 
 
 def test_topology_yaml_for_25_05_holds_both_topologies(inventories: InventoryFactory) -> None:
-    fabric = {"blocks": {"b1": ["rack1"], "b2": ["rack2"]}, "tree": BASE["cluster"]["fabric"]["tree"], "default": "tree"}
+    fabric = {
+        "blocks": {"b1": ["rack1"], "b2": ["rack2"]},
+        "tree": BASE["cluster"]["fabric"]["tree"],
+        "default": "tree",
+    }
     files = render_files(load_cluster(small(inventories, slurm__version="25.05", fabric=fabric)))
     assert "slurm/topology.conf" not in files
     assert "TopologyPlugin" not in files["slurm/slurm.conf"]
@@ -144,4 +157,7 @@ def test_accounts_match_tenants(inventories: InventoryFactory) -> None:
     by_name = {a["name"]: a for a in accounts["accounts"]}
     assert by_name["team-a"]["grp_tres"] == "gres/gpu=48"
     assert by_name["team-b"]["grp_tres"] == "gres/gpu=32"
-    assert {u["name"]: u["default_account"] for u in accounts["users"]} == {"alice": "team-a", "bob": "team-b"}
+    assert {u["name"]: u["default_account"] for u in accounts["users"]} == {
+        "alice": "team-a",
+        "bob": "team-b",
+    }
