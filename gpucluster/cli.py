@@ -97,8 +97,15 @@ def trial(
 
 
 @app.command()
-def schema() -> None:
+def schema(
+    markdown: Annotated[bool, typer.Option("--markdown", help="A Markdown reference of every key instead.")] = False,
+) -> None:
     """Print the JSON Schema of the cluster file (for editor completion)."""
+    if markdown:
+        from gpucluster.reference import markdown as reference
+
+        sys.stdout.write(reference())
+        return
     doc = ClusterFile.model_json_schema()
     doc["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     doc["title"] = "gpucluster inventory: group_vars/all/cluster.yml"

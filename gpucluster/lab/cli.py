@@ -88,7 +88,17 @@ def run(
     except LabError as exc:
         raise _fail(exc) from exc
     tty = ["-t"] if sys.stdin.isatty() and sys.stdout.isatty() else []
-    args = ["podman", "exec", "-i", *tty, *(["--user", user] if user else []), container, *command]
+    # /tmp: a directory every user can write (sbatch writes slurm-<id>.out to the current one).
+    args = [
+        "podman",
+        "exec",
+        "-i",
+        *tty,
+        "--workdir=/tmp",
+        *(["--user", user] if user else []),
+        container,
+        *command,
+    ]
     raise typer.Exit(subprocess.run(args, env=podman_env(), check=False).returncode)
 
 

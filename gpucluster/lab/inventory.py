@@ -81,7 +81,10 @@ def write_inventory(source: Path, cluster: Cluster) -> Path:
 
 
 def remove_inventory(source_name: str) -> None:
-    shutil.rmtree(state_dir() / "inventory" / source_name, ignore_errors=True)
+    parent = state_dir() / "inventory"
+    shutil.rmtree(parent / source_name, ignore_errors=True)
+    if parent.is_dir() and not any(parent.iterdir()):
+        parent.rmdir()
 
 
 __all__ = ["inventory_dir", "remove_inventory", "vault_password_file", "write_inventory"]

@@ -106,7 +106,14 @@ def converge(progress: Progress = print) -> PlaybookRun:
 def exec_in_controller(
     command: Sequence[str], user: str | None = None, timeout: float | None = 300, check: bool = False
 ) -> subprocess.CompletedProcess[str]:
-    args = ["podman", "exec", *(["--user", user] if user else []), controller_container(), *command]
+    args = [
+        "podman",
+        "exec",
+        "--workdir=/tmp",
+        *(["--user", user] if user else []),
+        controller_container(),
+        *command,
+    ]
     return run(args, env=podman_env(), check=check, timeout=timeout)
 
 

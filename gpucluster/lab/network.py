@@ -91,9 +91,12 @@ def remove_network(state: LabState) -> list[str]:
         state.netns.remove(ns)
         state.save()
     for veth in list(state.veths):
-        # Deleting a namespace deletes its end of the pair, and with it this end.
+        # Deleting a namespace deletes its end of the pair, and with it this end (asynchronously:
+        # the link may vanish between the check and the delete).
         if _link_exists(veth):
-            run(["ip", "link", "delete", veth])
+            run(["ip", "link", "delete", veth], check=False)
+            if _link_exists(veth):
+                raise LabError(f"cannot delete veth {veth}")
             removed.append(f"veth {veth}")
         state.veths.remove(veth)
         state.save()

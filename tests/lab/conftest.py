@@ -29,7 +29,7 @@ class Lab:
     ) -> subprocess.CompletedProcess[str]:
         """Run a command in a lab host (default: the controller), optionally as a Unix user."""
         container = nodes.container_name(host or self.cluster.spec.slurm.controller[0])
-        args = ["podman", "exec", *(["--user", user] if user else []), container, *command]
+        args = ["podman", "exec", "--workdir=/tmp", *(["--user", user] if user else []), container, *command]
         return subprocess.run(
             args, env=podman_env(), capture_output=True, text=True, timeout=timeout, check=False
         )
@@ -52,7 +52,8 @@ class Lab:
         raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
 
     def submit(self, *args: str, user: str | None = None) -> str:
-        return self.ok("sbatch", "--parsable", *args, user=user).strip().split(";")[0]
+        # Batch output goes nowhere: tenant users cannot write to the job's default directory.
+        return self.ok("sbatch", "--parsable", "--output=/dev/null", *args, user=user).strip().split(";")[0]
 
     def cancel_all(self) -> None:
         jobs = self.ok("squeue", "--noheader", "--format=%i").split()

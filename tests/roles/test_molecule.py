@@ -1,0 +1,36 @@
+"""Every role's Molecule scenario (converge, idempotence, testinfra verify) in a podman container."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from gpucluster.lab import image
+from gpucluster.lab.paths import podman_env
+
+ROLES = Path(__file__).resolve().parents[2] / "roles"
+SCENARIO_ROLES = sorted(p.parents[2].name for p in ROLES.glob("*/molecule/default/molecule.yml"))
+OURS = ["munge", "slurm_accounts", "slurm_common", "slurm_compute", "slurm_controller", "slurm_dbd"]
+
+pytestmark = pytest.mark.molecule
+
+
+def test_each_slurm_role_has_a_scenario() -> None:
+    assert set(OURS) <= set(SCENARIO_ROLES)
+
+
+@pytest.mark.parametrize("role", OURS)
+def test_molecule_scenario(role: str) -> None:
+    tag, _ = image.ensure_image(lambda message: None)
+    env = {**podman_env(), "GPUCLUSTER_LAB_IMAGE": tag, "ANSIBLE_FORCE_COLOR": "0", "NO_COLOR": "1"}
+    env.pop("PY_COLORS", None)
+    proc = subprocess.run(
+        ["molecule", "test"], cwd=ROLES / role, env=env, capture_output=True, text=True, timeout=900, check=False
+    )
+    tail = (proc.stdout + proc.stderr)[-6000:]
+    assert proc.returncode == 0, tail
+    assert "idempotence" in tail.lower()
+    assert os.environ.get("MOLECULE_KEEP") or "destroy" in tail.lower()
