@@ -15,8 +15,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gpucluster.lab import image, lab  # noqa: E402
-from gpucluster.lab.state import LabState  # noqa: E402
+from gpucluster.lab import image, lab
+from gpucluster.lab.state import LabState
 
 
 def quiet(message: str) -> None:
@@ -28,7 +28,10 @@ def main() -> int:
     parser.add_argument("--no-build", action="store_true", help="skip the uncached image build")
     args = parser.parse_args()
     if LabState.load() is not None:
-        print("a lab is up: run `gpucluster lab down` first (the benchmark starts from nothing)", file=sys.stderr)
+        print(
+            "a lab is up: run `gpucluster lab down` first (the benchmark starts from nothing)",
+            file=sys.stderr,
+        )
         return 2
     figures: list[tuple[str, float, str]] = []
     if not args.no_build:

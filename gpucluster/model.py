@@ -6,36 +6,15 @@ Every field documents what it means and what changing it on a running cluster re
 
 from __future__ import annotations
 
-import re
-from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, field_validator
 
-NAME_RE = r"^[A-Za-z][A-Za-z0-9_.-]*$"
-SLURM_TIME_RE = re.compile(r"^(UNLIMITED|INFINITE|\d+|\d+:\d{2}(:\d{2})?|\d+-\d+(:\d{2}(:\d{2})?)?)$")
+from gpucluster.cloud.model import CloudSpec
+from gpucluster.k8s.model import KubernetesSpec
+from gpucluster.modelbase import NAME_RE, SLURM_TIME_RE, Strict, Update, spec
 
-
-class Update(StrEnum):
-    """What applying a change to a field needs on a live cluster."""
-
-    RENDER_ONLY = "files re-rendered; no daemon action"
-    RECONFIGURE = "scontrol reconfigure (running jobs unaffected)"
-    RESTART = (
-        "restart slurmctld and slurmd (running jobs survive; Slurm 22.05 needs this for node list changes)"
-    )
-    ACCOUNTS = "sacctmgr changes only; no daemon restart"
-    REBUILD = "cluster rebuild: drain and reinstall the affected hosts"
-    KUBERNETES = "objects re-applied to the Kubernetes API; no Slurm action"
-
-
-def spec(description: str, update: Update, **kwargs: Any) -> Any:
-    """A Field carrying its description and update policy into the JSON Schema."""
-    return Field(description=description, json_schema_extra={"x-update": update.value}, **kwargs)
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+__all__ = ["NAME_RE", "SLURM_TIME_RE", "Strict", "Update", "spec"]
 
 
 class GpuSpec(Strict):
@@ -282,11 +261,6 @@ class SlurmSettings(Strict):
     def version_tuple(self) -> tuple[int, int]:
         major, minor = self.version.split(".")
         return int(major), int(minor)
-
-
-# Imported here, not at the top: the cloud and Kubernetes models build on Strict/Update/spec above.
-from gpucluster.cloud.model import CloudSpec  # noqa: E402
-from gpucluster.k8s.model import KubernetesSpec  # noqa: E402
 
 
 class ClusterSpec(Strict):

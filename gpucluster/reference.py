@@ -9,7 +9,7 @@ from gpucluster.model import ClusterFile
 
 def _type_of(prop: dict[str, Any], defs: dict[str, Any]) -> str:
     if "$ref" in prop:
-        return prop["$ref"].rsplit("/", 1)[-1]
+        return str(prop["$ref"]).rsplit("/", 1)[-1]
     if "anyOf" in prop:
         return " or ".join(_type_of(p, defs) for p in prop["anyOf"])
     if "enum" in prop:

@@ -4,7 +4,3 @@ Only model, catalog, plan and guardrails are imported by the cluster checker; th
 (`config`, `aws`, `gcp`, `azure`, `nebius`, `outputs`) need the `cloud` extra and are imported by
 the stacks alone.
 """
-
-# The cluster model imports our model part-way through its own definition; importing it first
-# keeps that order whichever module a caller imports first.
-import gpucluster.model  # noqa: F401

@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from gpucluster.model import NAME_RE, Strict, Update, spec
+from gpucluster.modelbase import NAME_RE, Strict, Update, spec
 
 KUBE_MINOR_RE = r"^1\.\d{2}$"
 LABEL_KEY_RE = r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from gpucluster.model import Strict, Update, spec
+from gpucluster.modelbase import Strict, Update, spec
 
 DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 KUBE_VERSION_RE = r"^1\.\d{2}(\.\d+)?$"

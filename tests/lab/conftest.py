@@ -66,7 +66,13 @@ class Lab:
 def lab_env() -> Iterator[Lab]:
     existing = LabState.load()
     reuse = existing is not None and bool(existing.containers)
-    run = None if reuse else lab.up(DEFAULT_INVENTORY, progress=lambda message: None)
+    run = None
+    if not reuse:
+        try:
+            run = lab.up(DEFAULT_INVENTORY, progress=lambda message: None)
+        except BaseException:
+            lab.down(progress=lambda message: None)
+            raise
     env = Lab(load_cluster(DEFAULT_INVENTORY), run)
     yield env
     if not reuse:

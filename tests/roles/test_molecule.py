@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -28,9 +28,15 @@ def test_molecule_scenario(role: str) -> None:
     env = {**podman_env(), "GPUCLUSTER_LAB_IMAGE": tag, "ANSIBLE_FORCE_COLOR": "0", "NO_COLOR": "1"}
     env.pop("PY_COLORS", None)
     proc = subprocess.run(
-        ["molecule", "test"], cwd=ROLES / role, env=env, capture_output=True, text=True, timeout=900, check=False
+        ["molecule", "test"],
+        cwd=ROLES / role,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
     )
-    tail = (proc.stdout + proc.stderr)[-6000:]
-    assert proc.returncode == 0, tail
-    assert "idempotence" in tail.lower()
-    assert os.environ.get("MOLECULE_KEEP") or "destroy" in tail.lower()
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 0, output[-6000:]
+    # testinfra's own summary: the verify step ran real checks.
+    assert re.search(r"\b\d+ passed\b", output), output[-3000:]

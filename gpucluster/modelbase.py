@@ -1,0 +1,35 @@
+"""Building blocks of every inventory model: strict frozen models whose fields carry a
+description and an update policy (what changing them on a live cluster requires)."""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+NAME_RE = r"^[A-Za-z][A-Za-z0-9_.-]*$"
+SLURM_TIME_RE = re.compile(r"^(UNLIMITED|INFINITE|\d+|\d+:\d{2}(:\d{2})?|\d+-\d+(:\d{2}(:\d{2})?)?)$")
+
+
+class Update(StrEnum):
+    """What applying a change to a field needs on a live cluster."""
+
+    RENDER_ONLY = "files re-rendered; no daemon action"
+    RECONFIGURE = "scontrol reconfigure (running jobs unaffected)"
+    RESTART = (
+        "restart slurmctld and slurmd (running jobs survive; Slurm 22.05 needs this for node list changes)"
+    )
+    ACCOUNTS = "sacctmgr changes only; no daemon restart"
+    REBUILD = "cluster rebuild: drain and reinstall the affected hosts"
+    KUBERNETES = "objects re-applied to the Kubernetes API; no Slurm action"
+
+
+def spec(description: str, update: Update, **kwargs: Any) -> Any:
+    """A Field carrying its description and update policy into the JSON Schema."""
+    return Field(description=description, json_schema_extra={"x-update": update.value}, **kwargs)
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)

@@ -1,0 +1,91 @@
+"""Lab building blocks that need no root: addresses, image tag, users, generated inventory."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gpucluster.cluster import load_cluster
+from gpucluster.lab import image, inventory, lab, network
+from gpucluster.lab.paths import DEFAULT_INVENTORY, IMAGE_RECIPE_DIR
+from gpucluster.lab.state import LabState
+
+
+@pytest.fixture
+def lab_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("GPUCLUSTER_LAB_DIR", str(tmp_path / "state"))
+    return tmp_path / "state"
+
+
+def test_addresses_are_distinct_and_inside_the_subnet() -> None:
+    hosts = ["ctl01", "gpu01", "gpu02"]
+    addresses = network.plan_addresses(hosts, "10.213.77.0/24")
+    assert addresses == {"ctl01": "10.213.77.10", "gpu01": "10.213.77.11", "gpu02": "10.213.77.12"}
+    with pytest.raises(network.LabError):
+        network.plan_addresses([f"h{i}" for i in range(10)], "10.0.0.0/29")
+
+
+def test_image_tag_follows_the_package_list(tmp_path: Path) -> None:
+    recipe = tmp_path / "recipe"
+    shutil.copytree(IMAGE_RECIPE_DIR, recipe)
+    before = image.image_tag(recipe)
+    assert before == image.image_tag(IMAGE_RECIPE_DIR)
+    (recipe / "packages.txt").write_text((recipe / "packages.txt").read_text() + "# a comment only\n")
+    assert image.image_tag(recipe) == before
+    (recipe / "packages.txt").write_text((recipe / "packages.txt").read_text() + "strace\n")
+    assert image.image_tag(recipe) != before
+
+
+def test_image_bakes_every_package_the_roles_install() -> None:
+    baked = set(image.package_list())
+    roles = Path(__file__).resolve().parents[2] / "roles"
+    ours = ["munge", "slurm_common", "slurm_dbd", "slurm_controller", "slurm_compute", "slurm_accounts"]
+    for defaults in (roles / role / "defaults" / "main.yml" for role in ours):
+        data = yaml.safe_load(defaults.read_text()) or {}
+        for key, value in data.items():
+            if key.endswith("_packages"):
+                assert set(value) <= baked, f"{defaults}: {key}"
+
+
+def test_users_cover_every_tenant_plus_an_outsider() -> None:
+    users = lab.lab_users(load_cluster(DEFAULT_INVENTORY))
+    assert set(users) == {"alice", "bob", "carol", lab.OUTSIDER}
+    assert len(set(users.values())) == len(users)
+
+
+def test_gpu_devices_come_from_the_inventory() -> None:
+    cluster = load_cluster(DEFAULT_INVENTORY)
+    assert lab.gpu_devices(cluster, "gpu01") == [f"/dev/nvidia{i}" for i in range(8)]
+    assert lab.gpu_devices(cluster, "ctl01") == []
+
+
+def test_generated_inventory_reaches_hosts_through_podman(lab_dir: Path) -> None:
+    cluster = load_cluster(DEFAULT_INVENTORY)
+    target = inventory.write_inventory(DEFAULT_INVENTORY, cluster)
+    # Same basename as the source: the generated files' header names `lab` either way.
+    assert target.name == "lab"
+    assert (target / "hosts.yml").read_text() == (DEFAULT_INVENTORY / "hosts.yml").read_text()
+    assert (target / "group_vars/all/cluster.yml").read_text() == (
+        DEFAULT_INVENTORY / "group_vars/all/cluster.yml"
+    ).read_text()
+    host_vars = yaml.safe_load((target / "host_vars/gpu03.yml").read_text())
+    assert host_vars["ansible_connection"] == "containers.podman.podman"
+    assert host_vars["ansible_host"] == "gclab-gpu03"
+    vault = (target / "group_vars/all/lab-vault.yml").read_text()
+    assert "$ANSIBLE_VAULT" in vault and (target / "group_vars/all/lab-vault.yml").stat().st_mode & 0o077 == 0
+    # A second write keeps the same secret.
+    inventory.write_inventory(DEFAULT_INVENTORY, cluster)
+    assert (target / "group_vars/all/lab-vault.yml").read_text() == vault
+    assert load_cluster(target).spec == cluster.spec
+
+
+def test_state_round_trip_and_down_without_state(lab_dir: Path) -> None:
+    assert LabState.load() is None
+    assert lab.down(progress=lambda message: None) == []
+    state = LabState(inventory="/x", bridge="gclab0")
+    state.remember("netns", "gclab-a")
+    loaded = LabState.load()
+    assert loaded is not None and loaded.netns == ["gclab-a"] and loaded.bridge == "gclab0"
