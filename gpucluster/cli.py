@@ -70,6 +70,31 @@ def render(
 
 
 @app.command()
+def plan(
+    old: Annotated[
+        Path, typer.Argument(help="The inventory as deployed (e.g. a checkout of the last release).")
+    ],
+    new: Annotated[Path, typer.Argument(help="The inventory to apply.")],
+) -> None:
+    """List what changed between two inventories and what applying it needs on a live cluster."""
+    from gpucluster.plan import plan as plan_changes
+    from gpucluster.plan import required_action
+
+    changes = plan_changes(_load(old), _load(new))
+    if not changes:
+        out.print("no changes")
+        return
+    for change in changes:
+        out.print(
+            f"{change.path}: {change.old or '-'} -> {change.new or '-'}  [{change.update.name.lower()}]",
+            markup=False,
+        )
+    action = required_action(changes)
+    if action is not None:
+        out.print(f"overall: {action.name.lower()}: {action.value}", markup=False)
+
+
+@app.command()
 def trial(
     inventory: InventoryArg,
     seconds: Annotated[int, typer.Option(help="How long slurmctld runs before its state is read.")] = 3,
@@ -98,7 +123,9 @@ def trial(
 
 @app.command()
 def schema(
-    markdown: Annotated[bool, typer.Option("--markdown", help="A Markdown reference of every key instead.")] = False,
+    markdown: Annotated[
+        bool, typer.Option("--markdown", help="A Markdown reference of every key instead.")
+    ] = False,
 ) -> None:
     """Print the JSON Schema of the cluster file (for editor completion)."""
     if markdown:

@@ -54,6 +54,8 @@ def markdown() -> str:
         for key, prop in model.get("properties", {}).items():
             meaning = (prop.get("description") or "").replace("|", "\\|").replace("\n", " ")
             update = prop.get("x-update", "")
-            lines.append(f"| `{key}` | {_type_of(prop, defs)} | {_default(prop, key in required)} | {meaning} | {update} |")
+            lines.append(
+                f"| `{key}` | {_type_of(prop, defs)} | {_default(prop, key in required)} | {meaning} | {update} |"
+            )
         lines.append("")
     return "\n".join(lines)

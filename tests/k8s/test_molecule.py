@@ -51,7 +51,9 @@ def scenario_results() -> dict[str, subprocess.CompletedProcess[str]]:
 
 @pytest.mark.molecule
 @pytest.mark.parametrize("role", K8S_ROLES)
-def test_render_only_scenario(role: str, scenario_results: dict[str, subprocess.CompletedProcess[str]]) -> None:
+def test_render_only_scenario(
+    role: str, scenario_results: dict[str, subprocess.CompletedProcess[str]]
+) -> None:
     result = scenario_results[role]
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-4000:]
