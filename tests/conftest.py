@@ -48,8 +48,9 @@ class InventoryFactory:
         (directory / "group_vars" / "all" / "cluster.yml").write_text(textwrap.dedent(cluster))
         return directory
 
-    def copy_example(self, example: str) -> Path:
-        target = self.root / example
+    def copy_example(self, example: str, name: str | None = None) -> Path:
+        # The directory keeps the example's name unless told otherwise (the generated header names it).
+        target = self.root / (name or example) / example if name else self.root / example
         shutil.copytree(INVENTORIES / example, target)
         return target
 

@@ -13,7 +13,7 @@ from tests.conftest import InventoryFactory, run_cli
 def edited_lab(
     inventories: InventoryFactory, cluster_edits: dict[str, str], hosts_edits: dict[str, str]
 ) -> Path:
-    directory = inventories.copy_example("lab")
+    directory = inventories.copy_example("lab", name="edited")
     for name, edits in (("group_vars/all/cluster.yml", cluster_edits), ("hosts.yml", hosts_edits)):
         path = directory / name
         text = path.read_text()
