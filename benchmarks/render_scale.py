@@ -32,16 +32,22 @@ def write_inventory(root: Path, nodes: int) -> Path:
     width = len(str(nodes))
     groups = {
         f"leaf{leaf:04d}_nodes": {
-            "hosts": {f"gpu[{leaf * NODES_PER_LEAF + 1:0{width}d}:{(leaf + 1) * NODES_PER_LEAF:0{width}d}]": None}
+            "hosts": {
+                f"gpu[{leaf * NODES_PER_LEAF + 1:0{width}d}:{(leaf + 1) * NODES_PER_LEAF:0{width}d}]": None
+            }
         }
         for leaf in range(leaves)
     }
-    hosts = {"all": {"children": {"controllers": {"hosts": {"ctl1": None}}, "gpu_nodes": {"children": groups}}}}
+    hosts = {
+        "all": {"children": {"controllers": {"hosts": {"ctl1": None}}, "gpu_nodes": {"children": groups}}}
+    }
     tree: dict[str, list[str]] = {}
     spines = max(1, leaves // LEAVES_PER_SPINE)
     tree["core"] = [f"spine{s:02d}" for s in range(spines)]
     for s in range(spines):
-        tree[f"spine{s:02d}"] = [f"leaf{leaf:04d}" for leaf in range(s * LEAVES_PER_SPINE, min(leaves, (s + 1) * LEAVES_PER_SPINE))]
+        tree[f"spine{s:02d}"] = [
+            f"leaf{leaf:04d}" for leaf in range(s * LEAVES_PER_SPINE, min(leaves, (s + 1) * LEAVES_PER_SPINE))
+        ]
     for leaf in range(leaves):
         tree[f"leaf{leaf:04d}"] = [f"leaf{leaf:04d}_nodes"]
     gpus = nodes * 8
@@ -90,7 +96,17 @@ def whole_cli(directory: Path, out: Path) -> tuple[float, float, float]:
     """Wall seconds, CPU seconds and peak RSS (MiB) of one `gpucluster render` process."""
     start = time.perf_counter()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "gpucluster.cli", "render", str(directory), "--out", str(out), "--only", "slurm"],
+        [
+            sys.executable,
+            "-m",
+            "gpucluster.cli",
+            "render",
+            str(directory),
+            "--out",
+            str(out),
+            "--only",
+            "slurm",
+        ],
         stdout=subprocess.DEVNULL,
     )
     _, status, usage = os.wait4(proc.pid, 0)
@@ -101,12 +117,16 @@ def whole_cli(directory: Path, out: Path) -> tuple[float, float, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--sizes", type=int, nargs="+", default=[512, 4096, 16384])
     args = parser.parse_args()
     results: dict[int, float] = {}
     # CPU seconds beside wall seconds: on a shared 2-core machine wall time also counts waiting.
-    print(f"{'nodes':>7} {'in-process s':>13} {'(CPU s)':>8} {'ms/node':>8} {'CLI s':>7} {'(CPU s)':>8} {'peak RSS MiB':>13}")
+    print(
+        f"{'nodes':>7} {'in-process s':>13} {'(CPU s)':>8} {'ms/node':>8} {'CLI s':>7} {'(CPU s)':>8} {'peak RSS MiB':>13}"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         for size in args.sizes:
             directory = write_inventory(Path(tmp), size)
@@ -120,7 +140,9 @@ def main() -> None:
                 f"{cli:>7.2f} {cli_cpu:>8.2f} {rss:>13.1f}"
             )
     if 4096 in results and 16384 in results:
-        print(f"growth 16,384 / 4,096 in-process: {results[16384] / results[4096]:.2f}x (linear would be 4.00x)")
+        print(
+            f"growth 16,384 / 4,096 in-process: {results[16384] / results[4096]:.2f}x (linear would be 4.00x)"
+        )
 
 
 if __name__ == "__main__":

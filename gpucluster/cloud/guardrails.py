@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # the cluster module calls check_cloud; keep this import type
 
 NVIDIA_AMIS = ("AL2023_x86_64_NVIDIA", "BOTTLEROCKET_x86_64_NVIDIA")
 AKS_POOL_NAME = re.compile(r"^[a-z][a-z0-9]{0,11}$")
+GKE_POOL_NAME_MAX = 40
 PLATFORM_OF = {"aws": "eks", "gcp": "gke", "azure": "aks", "nebius": "generic"}
 LABEL_VALUE = re.compile(LABEL_VALUE_RE)
 
@@ -127,6 +128,8 @@ class _Guard:
         for label, value in pool.labels.items():
             if not LABEL_VALUE.match(value):
                 self.fail(key, f"label {label}={value!r} is not a valid Kubernetes label value")
+        if provider == "gcp" and len(pool.name) > GKE_POOL_NAME_MAX:
+            self.fail(key, f"GKE node pool name `{pool.name}` is longer than {GKE_POOL_NAME_MAX} characters")
         if provider == "azure" and not AKS_POOL_NAME.match(aks_pool_name(pool.name, self.plan.cluster_name)):
             self.fail(key, f"pool `{pool.name}` gives no valid AKS pool name")
 

@@ -271,6 +271,16 @@ class SlurmOnKubernetes(Strict):
     login_replicas: Annotated[int, Field(ge=0, le=16)] = spec(
         "Login pods (sackd + sshd).", Update.KUBERNETES, default=1
     )
+    jail_pvc: Annotated[str, Field(pattern=DNS_LABEL)] = spec(
+        "Soperator: PersistentVolumeClaim of the shared jail (root file system of the workers).",
+        Update.KUBERNETES,
+        default="jail-pvc",
+    )
+    spool_storage_class: str | None = spec(
+        "Soperator: StorageClass of each worker's spool volume; default: the cluster's default class.",
+        Update.KUBERNETES,
+        default=None,
+    )
 
 
 class KubernetesSpec(Strict):

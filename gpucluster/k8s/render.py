@@ -155,6 +155,13 @@ def releases(cluster: Cluster, k8s: KubernetesSpec) -> list[Release]:
                 slurm.namespace,
                 val.soperator_cluster_values(cluster, k8s),
             ),
+            Release(
+                "nodesets",
+                "slurm_on_k8s",
+                v.soperator_nodesets,
+                slurm.namespace,
+                val.soperator_nodesets_values(cluster, k8s),
+            ),
         ]
     return out
 

@@ -255,3 +255,42 @@ def soperator_cluster_values(cluster: Cluster, k8s: KubernetesSpec) -> Values:
     if cluster.blocks:
         values["slurmConfig"] = {"topologyPlugin": "topology/block"}
     return values
+
+
+def soperator_nodesets_values(cluster: Cluster, k8s: KubernetesSpec) -> Values:
+    """Soperator's `nodesets` chart: one NodeSet per group of same-type hosts in the same partitions.
+
+    slurmd asks for 90% of the node's CPU and memory: kubelet and the node's daemons need the rest.
+    """
+    assert k8s.slurm is not None
+    spool: Values = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "128Gi"}}}
+    if k8s.slurm.spool_storage_class:
+        spool["storageClassName"] = k8s.slurm.spool_storage_class
+    nodesets = []
+    for group in nodeset_groups(cluster):
+        node_type = cluster.spec.node_types[group.node_type]
+        resources: Values = {
+            "cpu": f"{node_type.cpus * 900}m",
+            "memory": f"{node_type.memory_mb * 9 // 10}Mi",
+            "ephemeralStorage": "55Gi",
+        }
+        static = (
+            f"Boards=1 SocketsPerBoard={node_type.sockets} CoresPerSocket={node_type.cores_per_socket} "
+            f"ThreadsPerCore={node_type.threads_per_core} RealMemory={node_type.memory_mb}"
+        )
+        node_config: Values = {"features": list(node_type.features), "static": static}
+        nodeset: Values = {"name": group.name, "replicas": len(group.hosts), "nodeConfig": node_config}
+        if node_type.gpus:
+            nodeset["gpu"] = {"enabled": True, "nvidia": {}}
+            resources["gpu"] = node_type.gpus.count
+            nodeset["tolerations"] = [gpu_toleration()]
+        nodeset["slurmd"] = {
+            "resources": resources,
+            "volumes": {
+                "spool": {"volumeClaimTemplateSpec": spool},
+                "jail": {"persistentVolumeClaim": {"claimName": k8s.slurm.jail_pvc}},
+            },
+        }
+        nodeset["nodeSelector"] = {NODESET_LABEL: group.name}
+        nodesets.append(nodeset)
+    return {"nodesets": nodesets}

@@ -4,14 +4,18 @@ version (Helm ignores a misspelt key silently), with a compatible type."""
 from __future__ import annotations
 
 import fnmatch
+import shutil
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from gpucluster.cluster import load_cluster
 from gpucluster.k8s.mirror import IMAGE_KEYS
-from tests.k8s.conftest import k8s_inventories, rendered
+from gpucluster.render import render_files
+from tests.k8s.conftest import INVENTORIES, k8s_inventories, rendered
 from tests.k8s.crd import upstream
 
 CHART_VALUES = {
@@ -23,7 +27,7 @@ CHART_VALUES = {
     "slurm": "slinky/1.2.1/chart-slurm/values.yaml",
 }
 # Releases whose chart values have no upstream copy in ../shared/upstream (docs/kubernetes.md).
-UNVERIFIED = {"cert-manager", "network-operator", "soperator", "slurm-cluster"}
+UNVERIFIED = {"cert-manager", "network-operator", "soperator", "slurm-cluster", "nodesets"}
 # Charts without values of their own (CRDs only).
 NO_VALUES = {"slurm-operator-crds", "soperator-crds"}
 
@@ -188,3 +192,28 @@ def test_mirror_rewrites_every_image_and_chart() -> None:
                     assert text.startswith(mirror), f"{release['name']}: {text} bypasses the mirror"
         for path in IMAGE_KEYS.get(release["name"], {}):
             assert _lookup(values, path).startswith(mirror)
+
+
+def test_soperator_variant(tmp_path: Path) -> None:
+    """Soperator instead of Slinky: same partitions and node groups, its own charts (no upstream
+    values copy here, so the structure is checked against the model instead)."""
+    target = tmp_path / "gke-prod"
+    shutil.copytree(INVENTORIES / "gke-prod", target)
+    path = target / "group_vars" / "all" / "cluster.yml"
+    data = yaml.safe_load(path.read_text())
+    data["cluster"]["kubernetes"]["slurm"] = {"operator": "soperator", "spool_storage_class": "premium-rwo"}
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    files = render_files(load_cluster(target), only=["helm"])
+    names = [r["name"] for r in yaml.safe_load(files["helm/releases.yaml"])["releases"]]
+    assert names[-4:] == ["soperator-crds", "soperator", "slurm-cluster", "nodesets"]
+    cluster_values = yaml.safe_load(files["helm/values/slurm-cluster.yaml"])
+    partitions = {p["name"]: p for p in cluster_values["partitionConfiguration"]["partitions"]}
+    assert partitions["dev"]["nodeSetRefs"] == ["a3-mega-train-dev"]
+    assert "Default=YES" in partitions["train"]["config"]
+    nodesets = yaml.safe_load(files["helm/values/nodesets.yaml"])["nodesets"]
+    assert sum(n["replicas"] for n in nodesets) == 32
+    assert {n["slurmd"]["resources"]["gpu"] for n in nodesets} == {8}
+    assert (
+        nodesets[0]["slurmd"]["volumes"]["spool"]["volumeClaimTemplateSpec"]["storageClassName"]
+        == "premium-rwo"
+    )

@@ -5,6 +5,7 @@ A lab that was already up when the session started is reused and left running.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -97,7 +98,13 @@ def lab_env() -> Iterator[Lab]:
 
 @pytest.fixture
 def lab_cluster(lab_env: Lab) -> Iterator[Lab]:
-    """The shared lab with an empty queue before and after each test."""
+    """The shared lab with an empty queue and every node responding, before and after each test
+    (earlier tests kill slurmd and restart slurmctld; nodes take a moment to re-register)."""
     lab_env.cancel_all()
+    lab_env.wait(
+        lambda: all(not re.search(r"down|unknown|\*", s) for s in lab_env.node_states().values()),
+        90,
+        "every node to respond",
+    )
     yield lab_env
     lab_env.cancel_all()

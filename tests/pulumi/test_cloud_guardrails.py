@@ -165,6 +165,20 @@ def set_key(*path: str, value: Any) -> Edit:
             "unknown node type `nope` (known: p4d)",
         ),
         (
+            "gcp-prod",
+            set_key(
+                "fabric",
+                "tree",
+                value={
+                    "spine": ["a-very-long-leaf-switch-name-x", "rack2"],
+                    "a-very-long-leaf-switch-name-x": ["gpu_block1"],
+                    "rack2": ["gpu_block2"],
+                },
+            ),
+            "cluster.cloud.pools.a3",
+            "GKE node pool name `gcp-prod-a3-a-very-long-leaf-switch-name-x` is longer than 40",
+        ),
+        (
             "gcp-dev",
             set_key("cloud", "pools", "a3", "capacity", value={"type": "capacity_block", "reservation": "r"}),
             "cluster.cloud.pools.a3.capacity.type",
