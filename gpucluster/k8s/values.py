@@ -126,7 +126,8 @@ def kai_values(cluster: Cluster, k8s: KubernetesSpec) -> Values:
     values: Values = {
         # gpucluster creates the tenants' queues; a catch-all default queue would bypass their quotas.
         "defaultQueue": {"createDefaultQueue": not cluster.spec.tenants},
-        "admission": {"cdi": True},
+        # GPU sharing hands devices over through CDI when the GPU Operator enables it (cdi.enabled above).
+        "admission": {"cdi": k8s.gpu_operator.enabled},
     }
     apply_mirror("kai-scheduler", values, k8s.registry_mirror)
     return values

@@ -9,6 +9,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import kubernetes_validate
 import pytest
 import yaml
 
@@ -217,3 +218,25 @@ def test_soperator_variant(tmp_path: Path) -> None:
         nodesets[0]["slurmd"]["volumes"]["spool"]["volumeClaimTemplateSpec"]["storageClassName"]
         == "premium-rwo"
     )
+
+
+def test_pod_fields_in_values_are_valid_pod_spec_fields(inventory: str) -> None:
+    """Values the charts copy into pod specs (Slinky NodeSet podSpec, tolerations) are valid PodSpec
+    fields for Kubernetes 1.34."""
+    files = rendered(inventory)
+    specs: list[dict[str, Any]] = []
+    for release in releases_of(inventory):
+        values = yaml.safe_load(files[release["values_file"]]) or {}
+        for nodeset in (values.get("nodesets") or {}).values() if release["name"] == "slurm" else []:
+            specs.append(nodeset.get("podSpec", {}))
+        for path in (("daemonsets",), ("kubeletPlugin",)):
+            if release["name"] in ("gpu-operator", "dra-driver-nvidia-gpu") and path[0] in values:
+                specs.append({"tolerations": values[path[0]]["tolerations"]})
+    for spec in specs:
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "check"},
+            "spec": {"containers": [{"name": "check", "image": "check"}], **spec},
+        }
+        kubernetes_validate.validate(pod, "1.34.0", strict=True)

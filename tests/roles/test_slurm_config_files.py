@@ -8,7 +8,7 @@ from .conftest import ROLES, load_module
 
 config = load_module("slurm_common", "slurm_config_files")
 REGEX = yaml.safe_load((ROLES / "slurm_common" / "defaults" / "main.yml").read_text())[
-    "slurm_restart_keys_regex"
+    "slurm_common_restart_keys_regex"
 ]
 
 BASE = "ClusterName=lab\nSlurmctldHost=ctl01\nNodeName=gpu[01-04] CPUs=2 Gres=gpu:h100:8\nPartitionName=gpu Nodes=gpu[01-04] MaxTime=1-00:00:00\nSlurmdTimeout=300\n"

@@ -90,7 +90,7 @@ def main() -> None:
         from gpucluster.errors import InventoryError
         from gpucluster.render import render_files, write_tree
     except ImportError as exc:
-        module.fail_json(msg=f"gpucluster is not importable ({exc}); set slurm_gpucluster_path")
+        module.fail_json(msg=f"gpucluster is not importable ({exc}); set slurm_common_gpucluster_path")
     try:
         cluster = load_cluster(module.params["inventory"])
     except InventoryError as exc:

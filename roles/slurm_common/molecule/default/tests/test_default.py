@@ -1,5 +1,6 @@
 """slurm_common on the Molecule container: the files are gpucluster's, byte for byte, and parse."""
 
+import hashlib
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +19,9 @@ def test_files_are_byte_identical_to_gpucluster_render(host, tmp_path):
     rendered = sorted(p.name for p in (tmp_path / "slurm").iterdir() if p.name != "accounts.yaml")
     assert "slurm.conf" in rendered and "gres.conf" in rendered
     for name in rendered:
-        assert host.file(f"/etc/slurm/{name}").content_string == (tmp_path / "slurm" / name).read_text(), name
+        # Checksums, not text: testinfra strips trailing newlines from command output.
+        expected = hashlib.sha256((tmp_path / "slurm" / name).read_bytes()).hexdigest()
+        assert host.file(f"/etc/slurm/{name}").sha256sum == expected, name
 
 
 def test_slurm_conf_parses_and_lists_the_node(host):
