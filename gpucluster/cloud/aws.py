@@ -26,11 +26,6 @@ NODE_POLICIES = (
     "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy",
     "arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryReadOnly",
 )
-EKS_TAINT_EFFECT = {
-    "NoSchedule": "NO_SCHEDULE",
-    "NoExecute": "NO_EXECUTE",
-    "PreferNoSchedule": "PREFER_NO_SCHEDULE",
-}
 EKS_CAPACITY = {
     "on_demand": "ON_DEMAND",
     "spot": "SPOT",
@@ -271,10 +266,7 @@ class GpuNodePool(pulumi.ComponentResource):
                 min_size=pool.size, desired_size=pool.size, max_size=pool.size
             ),
             labels=dict(pool.labels),
-            taints=[
-                aws.eks.NodeGroupTaintArgs(key=t.key, value=t.value, effect=EKS_TAINT_EFFECT[t.effect])
-                for t in pool.taints
-            ],
+            taints=pool.taint_args(aws.eks.NodeGroupTaintArgs),
             launch_template=aws.eks.NodeGroupLaunchTemplateArgs(
                 id=self.launch_template.id, version=self.launch_template.latest_version.apply(str)
             ),

@@ -141,7 +141,7 @@ class GpuNodePool(pulumi.ComponentResource):
             if pool.is_gpu
             else None,
             node_labels=dict(pool.labels),
-            node_taints=[f"{t.key}={t.value}:{t.effect}" for t in pool.taints],
+            node_taints=[t.kubectl_form for t in pool.taints],
             opts=child,
         )
         self.register_outputs({"agentPool": pool.name})

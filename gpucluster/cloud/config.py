@@ -46,23 +46,23 @@ def read_stack_config(provider: str, stack_dir: Path) -> StackConfig:
     inventory = Path(config.require("inventory"))
     if not inventory.is_absolute():
         inventory = (stack_dir / inventory).resolve()
-    location = None
-    if provider in LOCATION_KEYS:
-        namespace, key = LOCATION_KEYS[provider]
-        location = pulumi.Config(namespace).get(key)
-    cloud_project = None
-    if provider in PROJECT_KEYS:
-        namespace, key = PROJECT_KEYS[provider]
-        cloud_project = pulumi.Config(namespace).get(key)
     return StackConfig(
         provider=provider,
         project=pulumi.get_project(),
         stack=pulumi.get_stack(),
         inventory=inventory,
         install_kubernetes=config.get_bool("installKubernetes") or False,
-        location=location,
-        cloud_project=cloud_project,
+        location=_provider_setting(LOCATION_KEYS, provider),
+        cloud_project=_provider_setting(PROJECT_KEYS, provider),
     )
+
+
+def _provider_setting(keys: dict[str, tuple[str, str]], provider: str) -> str | None:
+    """The cloud provider's own stack setting that `keys` names for `provider` (e.g. `aws:region`)."""
+    if provider not in keys:
+        return None
+    namespace, key = keys[provider]
+    return pulumi.Config(namespace).get(key)
 
 
 def check_stack(stack: StackConfig, plan: CloudPlan, has_kubernetes: bool) -> list[Problem]:

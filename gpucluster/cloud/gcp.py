@@ -11,34 +11,12 @@ import pulumi
 import pulumi_gcp as gcp
 
 from gpucluster.cloud.config import StackConfig
+from gpucluster.cloud.kubeconfig import ExecPlugin, exec_kubeconfig
 from gpucluster.cloud.model import GcpSettings, SystemPool
 from gpucluster.cloud.outputs import Built, output_field
 from gpucluster.cloud.plan import POOL_LABEL, CloudPlan, DriverOwner, PoolPlan
 
-GKE_TAINT_EFFECT = {
-    "NoSchedule": "NO_SCHEDULE",
-    "NoExecute": "NO_EXECUTE",
-    "PreferNoSchedule": "PREFER_NO_SCHEDULE",
-}
-KUBECONFIG = """apiVersion: v1
-kind: Config
-clusters:
-- name: {name}
-  cluster:
-    server: https://{endpoint}
-    certificate-authority-data: {ca}
-contexts:
-- name: {name}
-  context: {{cluster: {name}, user: {name}}}
-current-context: {name}
-users:
-- name: {name}
-  user:
-    exec:
-      apiVersion: client.authentication.k8s.io/v1beta1
-      command: gke-gcloud-auth-plugin
-      provideClusterInfo: true
-"""
+GKE_AUTH = ExecPlugin("gke-gcloud-auth-plugin", provide_cluster_info=True)
 
 
 class GkeCluster(pulumi.ComponentResource):
@@ -96,8 +74,9 @@ class GkeCluster(pulumi.ComponentResource):
 
     def kubeconfig(self) -> pulumi.Output[str]:
         return pulumi.Output.all(self.cluster.name, self.cluster.endpoint, self.cluster.master_auth).apply(
-            lambda v: KUBECONFIG.format(
-                name=v[0], endpoint=v[1], ca=output_field(v[2], "cluster_ca_certificate")
+            # The cluster reports a bare IP address as its endpoint.
+            lambda v: exec_kubeconfig(
+                v[0], f"https://{v[1]}", output_field(v[2], "cluster_ca_certificate"), GKE_AUTH
             )
         )
 
@@ -154,12 +133,7 @@ class GpuNodePool(pulumi.ComponentResource):
                 reservation_affinity=reservation,
                 gvnic=gcp.container.NodePoolNodeConfigGvnicArgs(enabled=True),
                 labels=dict(pool.labels),
-                taints=[
-                    gcp.container.NodePoolNodeConfigTaintArgs(
-                        key=t.key, value=t.value, effect=GKE_TAINT_EFFECT[t.effect]
-                    )
-                    for t in pool.taints
-                ],
+                taints=pool.taint_args(gcp.container.NodePoolNodeConfigTaintArgs),
                 oauth_scopes=["https://www.googleapis.com/auth/cloud-platform"],
             ),
             opts=pulumi.ResourceOptions(parent=self),

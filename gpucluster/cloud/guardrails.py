@@ -140,7 +140,7 @@ class _Guard:
         if GPU_TAINT not in pool.taints:
             self.fail(
                 f"{key}.taints",
-                f"GPU pools of node type `{pool.node_type}` lack the {GPU_TAINT.key}={GPU_TAINT.value}:{GPU_TAINT.effect} taint",
+                f"GPU pools of node type `{pool.node_type}` lack the {GPU_TAINT.kubectl_form} taint",
             )
         k8s = self.cluster.spec.kubernetes
         if k8s is not None and not k8s.gpu_taint:

@@ -28,6 +28,11 @@ class Taint(Strict):
         "Taint effect.", Update.REBUILD, default="NoSchedule"
     )
 
+    @property
+    def kubectl_form(self) -> str:
+        """`key=value:Effect`, as kubectl and AKS write a taint."""
+        return f"{self.key}={self.value}:{self.effect}"
+
 
 class Capacity(Strict):
     type: Literal["on_demand", "spot", "reservation", "capacity_block"] = spec(

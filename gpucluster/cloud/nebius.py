@@ -12,34 +12,12 @@ import pulumi_nebius as nebius
 
 from gpucluster.cloud.catalog import split_nebius
 from gpucluster.cloud.config import StackConfig
+from gpucluster.cloud.kubeconfig import ExecPlugin, exec_kubeconfig
 from gpucluster.cloud.model import NebiusSettings
 from gpucluster.cloud.outputs import Built, output_field
 from gpucluster.cloud.plan import POOL_LABEL, CloudPlan, PoolPlan
 
-NEBIUS_TAINT_EFFECT = {
-    "NoSchedule": "NO_SCHEDULE",
-    "NoExecute": "NO_EXECUTE",
-    "PreferNoSchedule": "PREFER_NO_SCHEDULE",
-}
-KUBECONFIG = """apiVersion: v1
-kind: Config
-clusters:
-- name: {name}
-  cluster:
-    server: {endpoint}
-    certificate-authority-data: {ca}
-contexts:
-- name: {name}
-  context: {{cluster: {name}, user: {name}}}
-current-context: {name}
-users:
-- name: {name}
-  user:
-    exec:
-      apiVersion: client.authentication.k8s.io/v1beta1
-      command: nebius
-      args: [mk8s, v1, cluster, get-token, --format, json]
-"""
+NEBIUS_AUTH = ExecPlugin("nebius", args=("mk8s", "v1", "cluster", "get-token", "--format", "json"))
 
 
 def _resources(machine: str) -> nebius.Mk8sV1NodeGroupTemplateResourcesArgs:
@@ -92,10 +70,12 @@ class Mk8sCluster(pulumi.ComponentResource):
 
     def kubeconfig(self) -> pulumi.Output[str]:
         return pulumi.Output.all(self.cluster.name, self.cluster.status).apply(
-            lambda v: KUBECONFIG.format(
-                name=v[0],
-                endpoint=output_field(v[1], "control_plane", "endpoints", "public_endpoint"),
-                ca=output_field(v[1], "control_plane", "auth", "cluster_ca_certificate"),
+            # The public endpoint is already an https URL.
+            lambda v: exec_kubeconfig(
+                v[0],
+                output_field(v[1], "control_plane", "endpoints", "public_endpoint"),
+                output_field(v[1], "control_plane", "auth", "cluster_ca_certificate"),
+                NEBIUS_AUTH,
             )
         )
 
@@ -147,12 +127,7 @@ class GpuNodeGroup(pulumi.ComponentResource):
             if s.capacity.type == "reservation"
             else None,
             metadata=nebius.Mk8sV1NodeGroupTemplateMetadataArgs(labels=dict(pool.labels)),
-            taints=[
-                nebius.Mk8sV1NodeGroupTemplateTaintArgs(
-                    key=t.key, value=t.value, effect=NEBIUS_TAINT_EFFECT[t.effect]
-                )
-                for t in pool.taints
-            ],
+            taints=pool.taint_args(nebius.Mk8sV1NodeGroupTemplateTaintArgs),
         )
         self.node_group = nebius.Mk8sV1NodeGroup(
             pool.name,

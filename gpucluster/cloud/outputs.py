@@ -45,7 +45,7 @@ def pool_facts(pool: PoolPlan) -> dict[str, Any]:
         "placement": pool.settings.placement,
         "auto_upgrade": pool.settings.auto_upgrade,
         "labels": dict(pool.labels),
-        "taints": [f"{t.key}={t.value}:{t.effect}" for t in pool.taints],
+        "taints": [t.kubectl_form for t in pool.taints],
     }
 
 

@@ -8,19 +8,27 @@ labels all its hosts share, so the Kubernetes layer sees the same topology the S
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 from gpucluster.cloud.catalog import GpuMachine, gpu_machine
 from gpucluster.cloud.model import Capacity, CloudSpec, PoolSettings, Taint
 from gpucluster.k8s.model import KubernetesSpec
-from gpucluster.k8s.names import BLOCK_LABEL, GPU_TAINT_KEY, NODE_TYPE_LABEL, fabric_label
+from gpucluster.k8s.names import GPU_TAINT_KEY, host_labels
 
 if TYPE_CHECKING:  # the cluster module runs the cloud checks; keep this import type-only
     from gpucluster.cluster import Cluster
 
 GPU_TAINT = Taint(key=GPU_TAINT_KEY, value="present", effect="NoSchedule")
 POOL_LABEL = "gpucluster.io/pool"
+# Taint effects as the GKE, EKS and Nebius mk8s APIs spell them.
+TAINT_EFFECT_ENUM = {
+    "NoSchedule": "NO_SCHEDULE",
+    "NoExecute": "NO_EXECUTE",
+    "PreferNoSchedule": "PREFER_NO_SCHEDULE",
+}
+TaintArgs = TypeVar("TaintArgs")
 
 DriverOwner = Literal["operator", "cloud"]
 
@@ -54,6 +62,10 @@ class PoolPlan:
     def capacity(self) -> Capacity:
         return self.settings.capacity
 
+    def taint_args(self, make: Callable[..., TaintArgs]) -> list[TaintArgs]:
+        """The pool's taints as a cloud SDK's taint args class `make`, effects in enum form."""
+        return [make(key=t.key, value=t.value, effect=TAINT_EFFECT_ENUM[t.effect]) for t in self.taints]
+
 
 @dataclass(frozen=True)
 class CloudPlan:
@@ -76,17 +88,6 @@ def cloud_name(*parts: str, limit: int = 63) -> str:
     """Lowercase, dash-separated resource name (every cloud accepts it), cut to `limit`."""
     text = re.sub(r"[^a-z0-9-]+", "-", "-".join(parts).lower()).strip("-")
     return text[:limit].rstrip("-")
-
-
-def host_labels(cluster: Cluster, host: str) -> dict[str, str]:
-    """Kubernetes node labels of a host from the inventory: node type, switch tiers, NVLink block."""
-    labels = {NODE_TYPE_LABEL: cluster.node_type_of[host]}
-    path = cluster.switch_path.get(host, ())
-    for height, switch in enumerate(reversed(path)):
-        labels[fabric_label(height)] = switch
-    if host in cluster.block_of:
-        labels[BLOCK_LABEL] = cluster.block_of[host]
-    return labels
 
 
 def shared_labels(cluster: Cluster, hosts: list[str]) -> dict[str, str]:

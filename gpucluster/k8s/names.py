@@ -42,6 +42,17 @@ def fabric_label(height: int) -> str:
     return f"{LABEL_PREFIX}/fabric-{tier_name(height)}"
 
 
+def host_labels(cluster: Cluster, host: str) -> dict[str, str]:
+    """Kubernetes node labels of a host from the inventory: node type, switch tiers, NVLink block."""
+    labels = {NODE_TYPE_LABEL: cluster.node_type_of[host]}
+    path = cluster.switch_path.get(host, ())
+    for height, switch in enumerate(reversed(path)):
+        labels[fabric_label(height)] = switch
+    if host in cluster.block_of:
+        labels[BLOCK_LABEL] = cluster.block_of[host]
+    return labels
+
+
 def tree_depth(cluster: Cluster) -> int:
     return max((len(path) for path in cluster.switch_path.values()), default=0)
 

@@ -14,14 +14,13 @@ from typing import Any
 from gpucluster.cluster import Cluster
 from gpucluster.k8s.model import KubernetesSpec
 from gpucluster.k8s.names import (
-    BLOCK_LABEL,
     GPU_RESOURCE,
     GPU_TAINT_KEY,
     MANAGED_BY,
     NODE_TYPE_LABEL,
     NODESET_LABEL,
     SLINKY_TOPOLOGY_ANNOTATION,
-    fabric_label,
+    host_labels,
     k8s_name,
     nodeset_groups,
     topology_levels,
@@ -103,12 +102,7 @@ def node_objects(cluster: Cluster, k8s: KubernetesSpec) -> list[Obj]:
     nodes = []
     for host in cluster.hosts:
         node_type = cluster.node_type(host)
-        labels: dict[str, str] = {NODE_TYPE_LABEL: cluster.node_type_of[host]}
-        path = cluster.switch_path.get(host, ())
-        for height, switch in enumerate(reversed(path)):
-            labels[fabric_label(height)] = switch
-        if host in cluster.block_of:
-            labels[BLOCK_LABEL] = cluster.block_of[host]
+        labels = host_labels(cluster, host)
         for feature in node_type.features:
             labels[f"gpucluster.io/feature-{k8s_name(feature)}"] = "true"
         if host in nodeset_of:

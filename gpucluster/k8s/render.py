@@ -3,7 +3,7 @@ manifests (releases and object files in install order) that the roles read."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -53,117 +53,163 @@ class Release:
     wait_for: str | None = None  # what the role waits on after install, beyond helm --wait
 
 
+def _slinky(k8s: KubernetesSpec) -> bool:
+    return k8s.slurm is not None and k8s.slurm.operator == "slinky"
+
+
+def _soperator(k8s: KubernetesSpec) -> bool:
+    return k8s.slurm is not None and k8s.slurm.operator == "soperator"
+
+
+def _addon_namespace(key: str) -> Callable[[KubernetesSpec], str]:
+    return lambda k8s: ADDON_NAMESPACES[key]
+
+
+def _slurm_namespace(k8s: KubernetesSpec) -> str:
+    assert k8s.slurm is not None  # only rows enabled by _slinky or _soperator use it
+    return k8s.slurm.namespace
+
+
+def _no_values(cluster: Cluster, k8s: KubernetesSpec) -> dict[str, Any]:
+    return {}
+
+
+@dataclass(frozen=True)
+class Addon:
+    """One Helm release of the layer and when it is installed."""
+
+    enabled: Callable[[KubernetesSpec], bool]
+    name: str
+    role: str
+    version: str  # field of `KubernetesSpec.versions`
+    namespace: Callable[[KubernetesSpec], str]
+    values: Callable[[Cluster, KubernetesSpec], dict[str, Any]]
+    wait_for: str | None = None
+
+
+# In install order: each release needs the ones before it.
+ADDONS: tuple[Addon, ...] = (
+    Addon(
+        lambda k: k.cert_manager.enabled,
+        "cert-manager",
+        "cert_manager",
+        "cert_manager",
+        _addon_namespace("cert_manager"),
+        lambda c, k: val.cert_manager_values(k),
+        "webhook",
+    ),
+    Addon(
+        lambda k: k.network_operator.enabled,
+        "network-operator",
+        "network_operator",
+        "network_operator",
+        _addon_namespace("network_operator"),
+        lambda c, k: val.network_operator_values(k),
+        "webhook",
+    ),
+    Addon(
+        lambda k: k.gpu_operator.enabled,
+        "gpu-operator",
+        "gpu_operator",
+        "gpu_operator",
+        _addon_namespace("gpu_operator"),
+        lambda c, k: val.gpu_operator_values(k),
+        "clusterpolicy-ready",
+    ),
+    Addon(
+        lambda k: k.dra.enabled,
+        "dra-driver-nvidia-gpu",
+        "dra_driver",
+        "dra_driver",
+        _addon_namespace("dra_driver"),
+        lambda c, k: val.dra_driver_values(k),
+    ),
+    Addon(
+        lambda k: k.kueue.enabled,
+        "kueue",
+        "kueue",
+        "kueue",
+        _addon_namespace("kueue"),
+        val.kueue_values,
+        "webhook",
+    ),
+    Addon(
+        lambda k: k.kai.enabled,
+        "kai-scheduler",
+        "kai_scheduler",
+        "kai_scheduler",
+        _addon_namespace("kai_scheduler"),
+        val.kai_values,
+        "webhook",
+    ),
+    Addon(
+        _slinky,
+        "slurm-operator-crds",
+        "slurm_on_k8s",
+        "slinky_crds",
+        _addon_namespace("slinky_operator"),
+        _no_values,
+    ),
+    Addon(
+        _slinky,
+        "slurm-operator",
+        "slurm_on_k8s",
+        "slinky_operator",
+        _addon_namespace("slinky_operator"),
+        lambda c, k: val.slinky_operator_values(k),
+        "webhook",
+    ),
+    Addon(_slinky, "slurm", "slurm_on_k8s", "slinky_slurm", _slurm_namespace, val.slinky_slurm_values),
+    Addon(
+        _soperator,
+        "soperator-crds",
+        "slurm_on_k8s",
+        "soperator_crds",
+        _addon_namespace("soperator"),
+        _no_values,
+    ),
+    Addon(
+        _soperator,
+        "soperator",
+        "slurm_on_k8s",
+        "soperator",
+        _addon_namespace("soperator"),
+        _no_values,
+        "webhook",
+    ),
+    Addon(
+        _soperator,
+        "slurm-cluster",
+        "slurm_on_k8s",
+        "soperator_cluster",
+        _slurm_namespace,
+        val.soperator_cluster_values,
+    ),
+    Addon(
+        _soperator,
+        "nodesets",
+        "slurm_on_k8s",
+        "soperator_nodesets",
+        _slurm_namespace,
+        val.soperator_nodesets_values,
+    ),
+)
+
+
 def releases(cluster: Cluster, k8s: KubernetesSpec) -> list[Release]:
     """Every Helm release, in install order (each needs the ones before it)."""
-    v = k8s.versions
-    out: list[Release] = []
-    if k8s.cert_manager.enabled:
-        out.append(
-            Release(
-                "cert-manager",
-                "cert_manager",
-                v.cert_manager,
-                ADDON_NAMESPACES["cert_manager"],
-                val.cert_manager_values(k8s),
-                wait_for="webhook",
-            )
+    return [
+        Release(
+            addon.name,
+            addon.role,
+            getattr(k8s.versions, addon.version),
+            addon.namespace(k8s),
+            addon.values(cluster, k8s),
+            addon.wait_for,
         )
-    if k8s.network_operator.enabled:
-        out.append(
-            Release(
-                "network-operator",
-                "network_operator",
-                v.network_operator,
-                ADDON_NAMESPACES["network_operator"],
-                val.network_operator_values(k8s),
-                wait_for="webhook",
-            )
-        )
-    if k8s.gpu_operator.enabled:
-        out.append(
-            Release(
-                "gpu-operator",
-                "gpu_operator",
-                v.gpu_operator,
-                ADDON_NAMESPACES["gpu_operator"],
-                val.gpu_operator_values(k8s),
-                wait_for="clusterpolicy-ready",
-            )
-        )
-    if k8s.dra.enabled:
-        out.append(
-            Release(
-                "dra-driver-nvidia-gpu",
-                "dra_driver",
-                v.dra_driver,
-                ADDON_NAMESPACES["dra_driver"],
-                val.dra_driver_values(k8s),
-            )
-        )
-    if k8s.kueue.enabled:
-        out.append(
-            Release(
-                "kueue",
-                "kueue",
-                v.kueue,
-                ADDON_NAMESPACES["kueue"],
-                val.kueue_values(cluster, k8s),
-                wait_for="webhook",
-            )
-        )
-    if k8s.kai.enabled:
-        out.append(
-            Release(
-                "kai-scheduler",
-                "kai_scheduler",
-                v.kai_scheduler,
-                ADDON_NAMESPACES["kai_scheduler"],
-                val.kai_values(cluster, k8s),
-                wait_for="webhook",
-            )
-        )
-    slurm = k8s.slurm
-    if slurm is not None and slurm.operator == "slinky":
-        operator_ns = ADDON_NAMESPACES["slinky_operator"]
-        out += [
-            Release("slurm-operator-crds", "slurm_on_k8s", v.slinky_crds, operator_ns, {}),
-            Release(
-                "slurm-operator",
-                "slurm_on_k8s",
-                v.slinky_operator,
-                operator_ns,
-                val.slinky_operator_values(k8s),
-                wait_for="webhook",
-            ),
-            Release(
-                "slurm",
-                "slurm_on_k8s",
-                v.slinky_slurm,
-                slurm.namespace,
-                val.slinky_slurm_values(cluster, k8s),
-            ),
-        ]
-    elif slurm is not None:
-        operator_ns = ADDON_NAMESPACES["soperator"]
-        out += [
-            Release("soperator-crds", "slurm_on_k8s", v.soperator_crds, operator_ns, {}),
-            Release("soperator", "slurm_on_k8s", v.soperator, operator_ns, {}, wait_for="webhook"),
-            Release(
-                "slurm-cluster",
-                "slurm_on_k8s",
-                v.soperator_cluster,
-                slurm.namespace,
-                val.soperator_cluster_values(cluster, k8s),
-            ),
-            Release(
-                "nodesets",
-                "slurm_on_k8s",
-                v.soperator_nodesets,
-                slurm.namespace,
-                val.soperator_nodesets_values(cluster, k8s),
-            ),
-        ]
-    return out
+        for addon in ADDONS
+        if addon.enabled(k8s)
+    ]
 
 
 def release_manifest(cluster: Cluster, k8s: KubernetesSpec) -> dict[str, Any]:

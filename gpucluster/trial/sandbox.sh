@@ -57,7 +57,8 @@ fi
 ctld=$!
 for _ in $(seq $((seconds * 10))); do
   kill -0 "$ctld" 2>/dev/null || break
-  timeout 5 scontrol ping >/dev/null 2>&1 && break
+  # A ping killed mid-RPC would itself make slurmctld log an error: give it time to answer.
+  timeout 30 scontrol ping >/dev/null 2>&1 && break
   sleep 0.1
 done
 sleep "$seconds"

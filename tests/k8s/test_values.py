@@ -15,6 +15,8 @@ import yaml
 
 from gpucluster.cluster import load_cluster
 from gpucluster.k8s.mirror import IMAGE_KEYS
+from gpucluster.k8s.model import KubernetesSpec, Versions
+from gpucluster.k8s.render import ADDONS
 from gpucluster.render import render_files
 from tests.k8s.conftest import INVENTORIES, k8s_inventories, rendered
 from tests.k8s.crd import upstream
@@ -218,6 +220,17 @@ def test_soperator_variant(tmp_path: Path) -> None:
         nodesets[0]["slurmd"]["volumes"]["spool"]["volumeClaimTemplateSpec"]["storageClassName"]
         == "premium-rwo"
     )
+
+
+@pytest.mark.parametrize("operator", ["slinky", "soperator"])
+def test_release_table_keys_name_pinned_charts_and_namespaces(operator: str) -> None:
+    """The release table names chart pins by field: each must exist, and each row resolves a namespace."""
+    k8s = KubernetesSpec.model_validate({"version": "1.34", "slurm": {"operator": operator}})
+    assert len({addon.name for addon in ADDONS}) == len(ADDONS)
+    for addon in ADDONS:
+        assert addon.version in Versions.model_fields, addon.name
+        if addon.enabled(k8s) or not addon.role == "slurm_on_k8s":
+            assert addon.namespace(k8s), addon.name
 
 
 def test_pod_fields_in_values_are_valid_pod_spec_fields(inventory: str) -> None:

@@ -44,7 +44,7 @@ def test_example_starts_real_slurmctld_without_errors(example: str) -> None:
     cluster = load_cluster(INVENTORIES / example)
     result = run_trial(cluster, render_files(cluster))
     assert result.started, "\n".join(result.log[-30:])
-    assert result.bad_lines == []
+    assert result.bad_lines == [], "\n".join(result.bad_lines)
     assert result.topology == expected_topology(cluster)
     assert result.topology, "scontrol show topology listed no switches"
     for partition in cluster.partitions:
