@@ -222,15 +222,13 @@ def test_soperator_variant(tmp_path: Path) -> None:
     )
 
 
-@pytest.mark.parametrize("operator", ["slinky", "soperator"])
-def test_release_table_keys_name_pinned_charts_and_namespaces(operator: str) -> None:
+def test_release_table_keys_name_pinned_charts_and_namespaces() -> None:
     """The release table names chart pins by field: each must exist, and each row resolves a namespace."""
-    k8s = KubernetesSpec.model_validate({"version": "1.34", "slurm": {"operator": operator}})
+    k8s = KubernetesSpec.model_validate({"version": "1.34", "slurm": {"operator": "slinky"}})
     assert len({addon.name for addon in ADDONS}) == len(ADDONS)
     for addon in ADDONS:
         assert addon.version in Versions.model_fields, addon.name
-        if addon.enabled(k8s) or not addon.role == "slurm_on_k8s":
-            assert addon.namespace(k8s), addon.name
+        assert addon.namespace(k8s), addon.name
 
 
 def test_pod_fields_in_values_are_valid_pod_spec_fields(inventory: str) -> None:
