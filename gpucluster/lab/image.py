@@ -84,6 +84,9 @@ def build_image(tag: str, progress: Progress) -> None:
         for lists in (rootfs / "var/lib/apt/lists").glob("*_*"):
             lists.unlink()
         progress(f"image: podman import {tag}")
+        previous = run(
+            ["podman", "image", "inspect", "--format", "{{.Id}}", tag], env=podman_env(), check=False
+        )
         tar = subprocess.Popen(
             ["tar", "-C", str(rootfs), "--numeric-owner", "-c", "."], stdout=subprocess.PIPE
         )
@@ -99,6 +102,10 @@ def build_image(tag: str, progress: Progress) -> None:
             tar.stdout.close()
         if tar.wait() != 0 or imported.returncode != 0:
             raise LabError(f"podman import {tag} failed: {imported.stderr.strip()}")
+        old_id = previous.stdout.strip()
+        if previous.returncode == 0 and old_id and not imported.stdout.strip().endswith(old_id):
+            # A rebuild moves the tag; drop the image it leaves untagged (kept if a container uses it).
+            run(["podman", "rmi", old_id], env=podman_env(), check=False)
     finally:
         if not (rootfs / "proc" / "self").exists():
             shutil.rmtree(work, ignore_errors=True)

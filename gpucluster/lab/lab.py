@@ -83,6 +83,9 @@ def up(
     for host in hosts:
         created = nodes.start_node(state, host, tag, state.addresses, gpu_devices(cluster, host))
         progress(f"node {host}: {'started' if created else 'running'} ({state.addresses[host]})")
+        if not created and nodes.container_image(nodes.container_name(host)) != tag:
+            progress(f"node {host}: runs an older image; `lab down` then `lab up` to use {tag}")
+    progress(f"nodes: waiting for systemd; users {', '.join(users)}")
     for host in hosts:
         nodes.wait_for_systemd(nodes.container_name(host))
         nodes.ensure_users(nodes.container_name(host), users)

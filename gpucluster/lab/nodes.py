@@ -29,6 +29,11 @@ def container_running(name: str) -> bool:
     return out.returncode == 0 and out.stdout.strip() == "true"
 
 
+def container_image(name: str) -> str:
+    """The image name the container was created from."""
+    return podman("container", "inspect", "--format", "{{.ImageName}}", name, check=False).strip()
+
+
 def container_exists(name: str) -> bool:
     return run(["podman", "container", "exists", name], env=podman_env(), check=False).returncode == 0
 

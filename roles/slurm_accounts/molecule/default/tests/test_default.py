@@ -11,7 +11,7 @@ def assocs(host):
 def test_tenant_accounts_have_fairshare_limits_and_qos(host):
     rows = assocs(host)
     assert rows[("team-a", "")] == ["70", "gres/gpu=2", "capped,normal", "normal"]
-    assert rows[("team-b", "")] == ["30", "gres/gpu=2", "normal", "normal"]
+    assert rows[("team-b", "")] == ["30", "gres/gpu=2", "normal", ""]  # no default_qos in the inventory
 
 
 def test_users_belong_to_their_tenant(host):
