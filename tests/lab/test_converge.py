@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 from gpucluster.lab import lab
+from gpucluster.lab.inventory import inventory_dir
 from gpucluster.lab.paths import DEFAULT_INVENTORY, REPO_ROOT
+from gpucluster.lab.playbook import PlaybookRun, run_playbook
 
 from .conftest import Lab
 
@@ -54,13 +56,57 @@ def test_second_run_changes_nothing(lab_cluster: Lab) -> None:
     assert again.changed and again.total_changed == 0, again.changed
 
 
+def _converge_with(changes: dict[str, str]) -> PlaybookRun:
+    """Run the playbook on the lab's inventory with cluster.yml edited (the next converge() rewrites
+    the lab inventory from inventories/lab, undoing the edit)."""
+    target = inventory_dir(DEFAULT_INVENTORY)
+    cluster_file = target / "group_vars" / "all" / "cluster.yml"
+    text = (DEFAULT_INVENTORY / "group_vars" / "all" / "cluster.yml").read_text()
+    for old, new in changes.items():
+        assert old in text
+        text = text.replace(old, new)
+    cluster_file.write_text(text)
+    return run_playbook(target, lambda message: None)
+
+
+def _slurmctld_pid(lab_cluster: Lab) -> str:
+    return lab_cluster.ok("systemctl", "show", "slurmctld", "--property=ExecMainPID", "--value").strip()
+
+
+def test_partition_change_is_applied_by_reconfigure(lab_cluster: Lab) -> None:
+    pid = _slurmctld_pid(lab_cluster)
+    run = _converge_with({'max_time: "1-00:00:00"': 'max_time: "2-00:00:00"'})
+    assert "RUNNING HANDLER [slurm_common : Reconfigure Slurm]" in run.log.read_text()
+    assert lab_cluster.ok("sinfo", "--noheader", "--format=%P %l").split() == ["gpu*", "2-00:00:00"]
+    assert _slurmctld_pid(lab_cluster) == pid  # not restarted
+
+
+def test_node_change_is_applied_by_restarting_the_daemons(lab_cluster: Lab) -> None:
+    pid = _slurmctld_pid(lab_cluster)
+    run = _converge_with({"memory_mb: 1024": "memory_mb: 1000"})
+    log = run.log.read_text()
+    assert "RUNNING HANDLER [slurm_common : Restart slurmctld]" in log
+    assert "RUNNING HANDLER [slurm_common : Restart slurmd]" in log
+    assert _slurmctld_pid(lab_cluster) != pid
+    lab_cluster.wait(
+        lambda: (
+            lab_cluster.ok("sinfo", "--noheader", "--Node", "--format=%T %m").split()
+            == ["idle", "1000"] * len(lab_cluster.cluster.hosts)
+        ),
+        60,
+        "every node idle with the new memory",
+    )
+
+
 def test_dead_slurmd_goes_down_and_the_playbook_brings_it_back(lab_cluster: Lab) -> None:
+    # Also undoes the edits of the two tests above: converge() rewrites the lab inventory.
     victim = lab_cluster.cluster.hosts[-1]
     lab_cluster.ok("systemctl", "kill", "--signal=KILL", "slurmd", host=victim)
     lab_cluster.wait(lambda: lab_cluster.node_states()[victim].startswith("down"), 90, f"{victim} to go down")
     run = lab.converge(progress=lambda message: None)
     assert run.changed[victim] >= 1  # slurmd started again
     lab_cluster.wait(lambda: lab_cluster.node_states()[victim] == "idle", 60, f"{victim} to be idle")
+    assert lab_cluster.ok("sinfo", "--noheader", "--format=%l %m").split() == ["1-00:00:00", "1024"]
 
 
 def test_running_job_survives_a_slurmctld_restart(lab_cluster: Lab) -> None:
