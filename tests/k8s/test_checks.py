@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +11,7 @@ import yaml
 
 from gpucluster.cluster import load_cluster
 from gpucluster.errors import InventoryError
+from tests.conftest import run_cli
 from tests.k8s.conftest import INVENTORIES
 
 
@@ -155,16 +154,7 @@ def test_tenant_namespace_clash(tmp_path: Path) -> None:
 
 def test_cli_exits_2_with_the_key_path(tmp_path: Path) -> None:
     directory = _inventory(tmp_path, "superpod", {"device_allocation": "dra"})
-    command = [
-        sys.executable,
-        "-m",
-        "gpucluster.cli",
-        "render",
-        str(directory),
-        "--out",
-        str(tmp_path / "out"),
-    ]
-    result = subprocess.run(command, capture_output=True, text=True, check=False)
+    result = run_cli("render", str(directory), "--out", str(tmp_path / "out"))
     assert result.returncode == 2, result.stderr
     assert "cluster.kubernetes.dra.enabled: device_allocation is `dra`" in result.stderr
     assert "Traceback" not in result.stderr
