@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install everything gpucluster needs on Debian 12, as root: the Debian packages listed in
 # scripts/debian-packages.txt and a virtualenv (.venv) holding the project and its tools.
+# Quiet on success: one line per long step; the full output of a failed step is shown.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -9,6 +10,23 @@ if [ "$(id -u)" -ne 0 ]; then
   exit 1
 fi
 
+log=$(mktemp -t gpucluster-setup.XXXXXX)
+trap 'rm -f "$log"' EXIT
+
+# step DESCRIPTION CMD...: run CMD with its output in $log; print it only if CMD fails.
+step() {
+  local what=$1
+  shift
+  local started=$SECONDS
+  echo "setup.sh: $what ..."
+  if ! "$@" >"$log" 2>&1; then
+    echo "setup.sh: FAILED: $what; its output:" >&2
+    cat "$log" >&2
+    exit 1
+  fi
+  echo "setup.sh: $what: done in $((SECONDS - started)) s"
+}
+
 export DEBIAN_FRONTEND=noninteractive
 mapfile -t packages < <(grep -Ev '^\s*(#|$)' scripts/debian-packages.txt)
 missing=()
@@ -16,14 +34,17 @@ for pkg in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
 done
 if [ "${#missing[@]}" -gt 0 ]; then
-  echo "setup.sh: installing Debian packages: ${missing[*]}"
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  step "apt-get update" apt-get update
+  step "installing ${#missing[@]} Debian package(s): ${missing[*]}" \
+    apt-get install -y --no-install-recommends "${missing[@]}"
 fi
 
+# Debian's interpreter, whatever else PATH holds (pyenv, conda): python3-venv above is for it.
 if [ ! -x .venv/bin/python ]; then
-  python3 -m venv .venv
+  step "creating .venv" /usr/bin/python3 -m venv .venv
 fi
-.venv/bin/python -m pip install -q --upgrade pip >/dev/null
-.venv/bin/python -m pip install -q -e ".[dev,cloud]"
+export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1
+step "upgrading pip in .venv" .venv/bin/python -m pip install --upgrade pip
+step "installing gpucluster and its tools into .venv (Ansible, Molecule, Pulumi SDKs, linters; a few minutes the first time)" \
+  .venv/bin/python -m pip install -e ".[dev,cloud]"
 echo "setup.sh: ready (.venv/bin/gpucluster)"

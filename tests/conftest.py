@@ -2,23 +2,37 @@
 
 from __future__ import annotations
 
-import os
+import re
 import shutil
 import subprocess
 import sys
 import textwrap
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 
-# Tools installed beside this interpreter (the project's .venv: ansible-playbook, molecule, ...)
-# come first for every subprocess the tests start.
-_BIN = str(Path(sys.executable).parent)
-if os.environ.get("PATH", "").split(os.pathsep)[0] != _BIN:
-    os.environ["PATH"] = _BIN + os.pathsep + os.environ.get("PATH", "")
 INVENTORIES = REPO / "inventories"
+# What a fresh root shell on Debian has (`env -i`): the README's commands must work with only this.
+SCRUBBED_ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "CI": "true", "LANG": "C.UTF-8"}
+
+
+@dataclass(frozen=True)
+class ReadmeCommands:
+    lab: str
+    tests: str
+
+
+def readme_commands() -> ReadmeCommands:
+    """The two commands the README opens with (its first bash block, comments dropped)."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"```bash\n(.*?)```", text, re.DOTALL)
+    assert block, "README.md has no bash block"
+    lines = [line for line in block.group(1).splitlines() if line.strip() and not line.startswith("#")]
+    assert len(lines) == 2, lines
+    return ReadmeCommands(lab=lines[0], tests=lines[1])
 
 
 def example_inventories() -> list[str]:

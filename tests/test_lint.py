@@ -2,27 +2,25 @@
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
+from gpucluster.tools import ToolMissing, venv_env, venv_tool
 from tests.conftest import REPO
 
 
 def run(*command: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(command, cwd=REPO, capture_output=True, text=True, check=False)
+    return subprocess.run(command, cwd=REPO, env=venv_env(), capture_output=True, text=True, check=False)
 
 
 def tool(name: str) -> str:
-    # Prefer the tool installed next to this interpreter (the project's virtualenv).
-    local = shutil.which(name, path=str(Path(sys.executable).parent))
-    found = local or shutil.which(name)
-    if found is None:
-        pytest.fail(f"{name} is not installed: run scripts/setup.sh")
-    return found
+    # The project's virtualenv, never whatever PATH holds.
+    try:
+        return venv_tool(name)
+    except ToolMissing as exc:
+        pytest.fail(str(exc))
 
 
 def test_ruff_check() -> None:

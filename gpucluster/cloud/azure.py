@@ -92,7 +92,10 @@ class AksCluster(pulumi.ComponentResource):
         creds = containerservice.list_managed_cluster_user_credentials_output(
             resource_group_name=self.resource_group.name, resource_name=self.cluster.name
         )
-        return creds.kubeconfigs.apply(lambda k: base64.b64decode(output_field(k[0], "value")).decode())
+        kubeconfig: pulumi.Output[str] = creds.kubeconfigs.apply(
+            lambda k: base64.b64decode(output_field(k[0], "value")).decode()
+        )
+        return kubeconfig
 
 
 class GpuNodePool(pulumi.ComponentResource):

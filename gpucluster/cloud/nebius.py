@@ -117,8 +117,7 @@ class GpuNodeGroup(pulumi.ComponentResource):
             gpu_settings=nebius.Mk8sV1NodeGroupTemplateGpuSettingsArgs(drivers_preset=settings.drivers_preset)
             if pool.is_gpu and plan.driver_owner == "cloud"
             else None,
-            # The SDK's empty args class has no annotated __init__.
-            preemptible=nebius.Mk8sV1NodeGroupTemplatePreemptibleArgs()  # type: ignore[no-untyped-call]
+            preemptible=nebius.Mk8sV1NodeGroupTemplatePreemptibleArgs()
             if s.capacity.type == "spot"
             else None,
             reservation_policy=nebius.Mk8sV1NodeGroupTemplateReservationPolicyArgs(

@@ -6,8 +6,8 @@ import importlib
 from pathlib import Path
 
 import pulumi
-import yaml
 
+from gpucluster import yamlout
 from gpucluster.cloud.config import StackConfig, check_stack, read_stack_config
 from gpucluster.cloud.guardrails import enforce
 from gpucluster.cloud.outputs import Built, ansible_inventory, pool_facts
@@ -41,9 +41,7 @@ def run(provider: str, stack_dir: Path) -> None:
         pulumi.export(key, value)
     pulumi.export("kubeconfig", pulumi.Output.secret(built.kubeconfig))
     pulumi.export("pools", {pool.name: pool_facts(pool) for pool in plan.pools})
-    pulumi.export(
-        "ansibleInventory", yaml.safe_dump(ansible_inventory(plan, stack.inventory), sort_keys=False)
-    )
+    pulumi.export("ansibleInventory", yamlout.dump(ansible_inventory(plan, stack.inventory)))
     if stack.install_kubernetes:
         from gpucluster.cloud.kube_layer import KubernetesLayer
 

@@ -8,8 +8,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-import yaml
-
+from gpucluster import yamlout
 from gpucluster.cluster import Cluster
 from gpucluster.k8s import objects as obj
 from gpucluster.k8s import values as val
@@ -18,29 +17,9 @@ from gpucluster.k8s.model import ChartPin, KubernetesSpec
 from gpucluster.k8s.names import ADDON_NAMESPACES
 
 
-class _Dumper(yaml.SafeDumper):
-    """Block style for multi-line strings (config files inside values stay readable)."""
-
-
-def _str(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
-    style = "|" if "\n" in data else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
-
-
-_Dumper.add_representer(str, _str)
-
-
 def dump(documents: Iterable[Any], comment: str) -> str:
     """Deterministic YAML: one document per object, insertion order kept, header first."""
-    body = yaml.dump_all(
-        list(documents),
-        Dumper=_Dumper,
-        sort_keys=False,
-        default_flow_style=False,
-        explicit_start=True,
-        width=110,
-    )
-    return f"{comment}\n{body}"
+    return f"{comment}\n{yamlout.dump_all(documents)}"
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import yaml
-
+from gpucluster import yamlout
 from gpucluster.cluster import Cluster
 from gpucluster.k8s.mirror import apply_mirror
 from gpucluster.k8s.model import KubernetesSpec
@@ -113,7 +112,7 @@ def kueue_configuration(cluster: Cluster, k8s: KubernetesSpec) -> Values:
 
 
 def kueue_values(cluster: Cluster, k8s: KubernetesSpec) -> Values:
-    config = yaml.safe_dump(kueue_configuration(cluster, k8s), sort_keys=False, default_flow_style=False)
+    config = yamlout.dump(kueue_configuration(cluster, k8s), width=80)
     values: Values = {
         "enableCertManager": k8s.cert_manager.enabled,
         "managerConfig": {"controllerManagerConfigYaml": config},

@@ -13,13 +13,14 @@ from rich.console import Console
 from gpucluster.lab import lab
 from gpucluster.lab.paths import DEFAULT_INVENTORY, podman_env
 from gpucluster.lab.shell import LabError
+from gpucluster.tools import ToolMissing
 
 lab_app = typer.Typer(no_args_is_help=True)
-out = Console()
-err = Console(stderr=True)
+out = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
 
 
-def _fail(exc: LabError) -> typer.Exit:
+def _fail(exc: LabError | ToolMissing) -> typer.Exit:
     err.print(f"lab: {exc}", markup=False, highlight=False)
     return typer.Exit(1)
 
@@ -50,7 +51,7 @@ def up(
             out.print(f"[{style}]$ {check.command}[/{style}]", highlight=False)
             out.print(check.output, markup=False, highlight=False)
             failures += not check.ok
-    except LabError as exc:
+    except (LabError, ToolMissing) as exc:
         raise _fail(exc) from exc
     out.print(
         f"lab up in {time.monotonic() - started:.1f}s"
@@ -62,13 +63,22 @@ def up(
 
 @lab_app.command()
 def status() -> None:
-    """Nodes and their state, the fabric tree, running jobs."""
+    """Whether the lab is absent, partly built or up (exit 0 only when up); when up, its nodes,
+    fabric tree and jobs, else one line per problem with the command that fixes it."""
+    from gpucluster.lab.health import report
+
     try:
-        for title, text in lab.status_lines():
-            out.print(f"[bold]{title}[/bold]")
-            out.print(text, markup=False, highlight=False)
+        found = report()
     except LabError as exc:
         raise _fail(exc) from exc
+    out.print(found.summary, markup=False, highlight=False)
+    for problem in found.problems:
+        out.print(f"  {problem}", markup=False, highlight=False)
+    for title, text in found.sections:
+        out.print(f"[bold]{title}[/bold]")
+        out.print(text, markup=False, highlight=False)
+    if found.state != "up":
+        raise typer.Exit(1)
 
 
 @lab_app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})

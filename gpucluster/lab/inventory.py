@@ -10,12 +10,12 @@ import secrets
 import shutil
 from pathlib import Path
 
-import yaml
-
+from gpucluster import yamlout
 from gpucluster.cluster import Cluster
 from gpucluster.lab.nodes import container_name
 from gpucluster.lab.paths import state_dir
 from gpucluster.lab.shell import run
+from gpucluster.tools import venv_tool
 
 VAULT_PASSWORD_FILE = "vault-password"
 
@@ -44,7 +44,7 @@ def _vaulted_db_password(target: Path) -> None:
         return
     encrypted = run(
         [
-            "ansible-vault", "encrypt_string",
+            venv_tool("ansible-vault"), "encrypt_string",
             "--vault-password-file", str(vault_file),
             "--name", "slurm_dbd_db_password",
             secrets.token_urlsafe(24),
@@ -76,7 +76,7 @@ def write_inventory(source: Path, cluster: Cluster) -> Path:
             # tmpfs inside the container that podman's host-side mount does not see.
             "ansible_remote_tmp": "/root/.ansible/tmp",
         }
-        _write(target / "host_vars" / f"{host}.yml", "---\n" + yaml.safe_dump(doc, sort_keys=True))
+        _write(target / "host_vars" / f"{host}.yml", "---\n" + yamlout.dump(doc, sort_keys=True))
     return target
 
 

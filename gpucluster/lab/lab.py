@@ -18,11 +18,13 @@ from gpucluster.lab.paths import DEFAULT_INVENTORY, podman_env, state_dir
 from gpucluster.lab.playbook import PlaybookRun, run_playbook
 from gpucluster.lab.shell import LabError, run
 from gpucluster.lab.state import LabState
+from gpucluster.tools import venv_tool
 
 Progress = Callable[[str], None]
 # A Unix user on every lab host who belongs to no tenant (accounting must refuse its jobs).
 OUTSIDER = "outsider"
 FIRST_UID = 2001
+REQUIRED_TOOLS = ("ansible-playbook", "ansible-vault")
 
 
 @dataclass(frozen=True)
@@ -62,6 +64,9 @@ def up(
 ) -> PlaybookRun:
     """Build or reuse the image, start the hosts, run playbooks/slurm.yml; idempotent."""
     cluster = load_cluster(inventory)
+    # Before anything is built: the playbook needs these, and a lab without them is half made.
+    for tool in REQUIRED_TOOLS:
+        venv_tool(tool)
     state = LabState.load() or LabState()
     source = str(inventory.resolve())
     if state.inventory and state.inventory != source:
@@ -93,7 +98,16 @@ def up(
     state.remember("files", str(target))
     state.remember("files", str(vault_password_file()))
     progress(f"playbook: ansible-playbook -i {target} playbooks/slurm.yml")
-    return run_playbook(target, progress)
+    return _converge(state, target, progress)
+
+
+def _converge(state: LabState, target: Path, progress: Progress) -> PlaybookRun:
+    state.converged = False
+    state.save()
+    result = run_playbook(target, progress)
+    state.converged = True
+    state.save()
+    return result
 
 
 def converge(progress: Progress = print) -> PlaybookRun:
@@ -103,7 +117,7 @@ def converge(progress: Progress = print) -> PlaybookRun:
         raise LabError("no lab is up (run `gpucluster lab up`)")
     cluster = load_cluster(state.inventory)
     target = write_inventory(Path(state.inventory), cluster)
-    return run_playbook(target, progress)
+    return _converge(state, target, progress)
 
 
 def exec_in_controller(
@@ -149,20 +163,6 @@ def smoke(cluster: Cluster) -> list[SmokeResult]:
         shown = " ".join(command) if user is None else f"(as {user}) " + " ".join(command)
         results.append(SmokeResult(shown, (proc.stdout + proc.stderr).strip(), proc.returncode == 0))
     return results
-
-
-def status_lines() -> list[tuple[str, str]]:
-    """(title, output) of sinfo, the topology and the queue, from the controller."""
-    sections = [
-        ("nodes", ["sinfo", "--Node", "--format=%N %P %T %G %E"]),
-        ("fabric", ["scontrol", "show", "topology"]),
-        ("jobs", ["squeue", "--format=%i %u %a %T %D %R %b"]),
-    ]
-    out = []
-    for title, command in sections:
-        proc = exec_in_controller(command, timeout=60)
-        out.append((title, (proc.stdout + proc.stderr).strip()))
-    return out
 
 
 def down(progress: Progress = print, remove_image: bool = False) -> list[str]:

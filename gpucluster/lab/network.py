@@ -26,7 +26,7 @@ def netns_path(host: str) -> Path:
     return Path("/run/netns") / netns_name(host)
 
 
-def _link_exists(name: str, netns: str | None = None) -> bool:
+def link_exists(name: str, netns: str | None = None) -> bool:
     cmd = ["ip", *(["-n", netns] if netns else []), "link", "show", "dev", name]
     return run(cmd, check=False).returncode == 0
 
@@ -45,7 +45,7 @@ def plan_addresses(hosts: list[str], subnet: str = DEFAULT_SUBNET) -> dict[str, 
 
 
 def ensure_bridge(state: LabState) -> None:
-    if not _link_exists(BRIDGE):
+    if not link_exists(BRIDGE):
         run(["ip", "link", "add", BRIDGE, "type", "bridge"])
         state.bridge = BRIDGE
         state.save()
@@ -68,7 +68,7 @@ def ensure_node_network(state: LabState, index: int, host: str, address: str, pr
     if not _netns_exists(ns):
         run(["ip", "netns", "add", ns])
     state.remember("netns", ns)
-    if not _link_exists(host_side):
+    if not link_exists(host_side):
         run(["ip", "link", "add", host_side, "type", "veth", "peer", "name", node_side])
         state.remember("veths", host_side)
         run(["ip", "link", "set", node_side, "netns", ns])
@@ -93,15 +93,15 @@ def remove_network(state: LabState) -> list[str]:
     for veth in list(state.veths):
         # Deleting a namespace deletes its end of the pair, and with it this end (asynchronously:
         # the link may vanish between the check and the delete).
-        if _link_exists(veth):
+        if link_exists(veth):
             run(["ip", "link", "delete", veth], check=False)
-            if _link_exists(veth):
+            if link_exists(veth):
                 raise LabError(f"cannot delete veth {veth}")
             removed.append(f"veth {veth}")
         state.veths.remove(veth)
         state.save()
     if state.bridge:
-        if _link_exists(state.bridge):
+        if link_exists(state.bridge):
             run(["ip", "link", "delete", state.bridge])
             removed.append(f"bridge {state.bridge}")
         state.bridge = ""

@@ -13,6 +13,7 @@ from pathlib import Path
 from gpucluster.lab.inventory import vault_password_file
 from gpucluster.lab.paths import PLAYBOOK, REPO_ROOT, podman_env, state_dir
 from gpucluster.lab.shell import LabError
+from gpucluster.tools import venv_env, venv_tool
 
 RECAP_RE = re.compile(
     r"^(?P<host>\S+)\s+:\s+ok=(?P<ok>\d+)\s+changed=(?P<changed>\d+)\s+unreachable=(?P<unreachable>\d+)\s+failed=(?P<failed>\d+)"
@@ -34,7 +35,7 @@ class PlaybookRun:
 
 def ansible_env() -> dict[str, str]:
     return {
-        **podman_env(),
+        **venv_env(podman_env()),
         "ANSIBLE_CONFIG": str(REPO_ROOT / "ansible.cfg"),
         "ANSIBLE_ROLES_PATH": str(REPO_ROOT / "roles"),
         "ANSIBLE_FORCE_COLOR": "0",
@@ -53,7 +54,7 @@ def run_playbook(
     """ansible-playbook with the lab inventory; the full output goes to <state>/ansible.log."""
     log = state_dir() / "ansible.log"
     cmd = [
-        "ansible-playbook", "-i", str(inventory), str(playbook),
+        venv_tool("ansible-playbook"), "-i", str(inventory), str(playbook),
         "--vault-password-file", str(vault_password_file()), *(extra or []),
     ]  # fmt: skip
     started = time.monotonic()

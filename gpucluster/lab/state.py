@@ -25,6 +25,8 @@ class LabState:
     veths: list[str] = field(default_factory=list)
     containers: dict[str, str] = field(default_factory=dict)
     files: list[str] = field(default_factory=list)
+    # True once playbooks/slurm.yml completed against these hosts (what `lab status` calls up).
+    converged: bool = False
 
     @staticmethod
     def path() -> Path:

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import yaml
-
+from gpucluster import yamlout
 from gpucluster.accounts import desired_associations
 from gpucluster.cluster import TOPOLOGY_YAML_SINCE, Cluster
 from gpucluster.hostlists import compress
@@ -87,9 +86,7 @@ def render_gres_conf(cluster: Cluster) -> str | None:
 
 def render_accounts(cluster: Cluster) -> str:
     """The associations the slurm_accounts role makes true (YAML, sorted)."""
-    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-    body = yaml.dump(desired_associations(cluster), Dumper=dumper, sort_keys=False, default_flow_style=False)
-    return header(cluster.source) + "\n" + body
+    return header(cluster.source) + "\n" + yamlout.dump(desired_associations(cluster), width=80)
 
 
 def render_slurm(cluster: Cluster) -> dict[str, str]:

@@ -4,8 +4,6 @@ its playbooks pass Ansible's syntax check."""
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -13,6 +11,7 @@ import yaml
 
 from gpucluster.cluster import load_cluster
 from gpucluster.render import render_files
+from gpucluster.tools import venv_env, venv_tool
 from tests.k8s.conftest import REPO
 from tests.k8s.crd import validate_custom_resource
 
@@ -51,9 +50,8 @@ def test_kind_inventory_renders_valid_objects(tmp_path: Path) -> None:
 
 
 def test_kind_playbooks_pass_syntax_check() -> None:
-    ansible_playbook = shutil.which("ansible-playbook")
-    assert ansible_playbook, "ansible-playbook is not installed (pip install -e '.[dev]')"
-    env = {**os.environ, "ANSIBLE_ROLES_PATH": str(REPO / "roles")}
+    ansible_playbook = venv_tool("ansible-playbook")
+    env = {**venv_env(), "ANSIBLE_ROLES_PATH": str(REPO / "roles")}
     playbooks = [str(SCENARIO / name) for name in ("create.yml", "converge.yml", "verify.yml", "destroy.yml")]
     result = subprocess.run(
         [ansible_playbook, "--syntax-check", "-i", "localhost,", *playbooks],

@@ -6,13 +6,12 @@ each scenario takes about 12 s.
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from gpucluster.tools import venv_env, venv_tool
 from tests.k8s.conftest import REPO
 
 K8S_ROLES = [
@@ -28,11 +27,9 @@ K8S_ROLES = [
 
 
 def _run_scenario(role: str) -> subprocess.CompletedProcess[str]:
-    molecule = shutil.which("molecule")
-    assert molecule, "molecule is not installed (pip install -e '.[dev]')"
-    env = {**os.environ, "ANSIBLE_FORCE_COLOR": "0", "PY_COLORS": "0", "NO_COLOR": "1"}
+    env = {**venv_env(), "ANSIBLE_FORCE_COLOR": "0", "PY_COLORS": "0", "NO_COLOR": "1"}
     return subprocess.run(
-        [molecule, "test", "--scenario-name", "default"],
+        [venv_tool("molecule"), "test", "--scenario-name", "default"],
         cwd=REPO / "roles" / role,
         capture_output=True,
         text=True,

@@ -1,12 +1,18 @@
-"""One real lab per test session: `lab up` before the first lab test, `lab down` after the last.
+"""One real lab per test session, brought up and removed by the README's own commands.
 
-A lab that was already up when the session started is reused and left running.
+Before the first lab test, the README's first command (`bash scripts/setup.sh && .venv/bin/gpucluster
+lab up`) runs as a new user would run it: from the repository, in a scrubbed environment (no
+inherited PATH, venv or HOME). After the last, `.venv/bin/gpucluster lab down` the same way, and
+nothing of the lab may remain. A lab that was already up when the session started is reused and
+left running.
 """
 
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -14,16 +20,20 @@ from dataclasses import dataclass
 import pytest
 
 from gpucluster.cluster import Cluster, load_cluster
-from gpucluster.lab import lab, network, nodes
+from gpucluster.lab import network, nodes
 from gpucluster.lab.paths import DEFAULT_INVENTORY, podman_env
-from gpucluster.lab.playbook import PlaybookRun
 from gpucluster.lab.state import LabState
+from tests.conftest import REPO, SCRUBBED_ENV, readme_commands
+
+# Image build (uncached ~1 min), five containers, the playbook and the smoke jobs; measured 1-2.5 min.
+LAB_UP_TIMEOUT = 900
 
 
 @dataclass
 class Lab:
     cluster: Cluster
-    first_run: PlaybookRun | None
+    # `changed=` of the playbook run that built this lab (None when an existing lab was reused).
+    first_changed: int | None
 
     def sh(
         self, *command: str, user: str | None = None, host: str | None = None, timeout: float = 120
@@ -63,21 +73,43 @@ class Lab:
         self.wait(lambda: self.ok("squeue", "--noheader").strip() == "", 60, "the queue to empty")
 
 
+def run_scrubbed(command: str, timeout: float) -> subprocess.CompletedProcess[str]:
+    """A README command, from the repository, with only what a fresh root shell has."""
+    home = tempfile.mkdtemp(prefix="gpucluster-home-")
+    try:
+        return subprocess.run(
+            ["bash", "-c", command],
+            cwd=REPO,
+            env={**SCRUBBED_ENV, "HOME": home},
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
 @pytest.fixture(scope="session")
 def lab_env() -> Iterator[Lab]:
     existing = LabState.load()
     reuse = existing is not None and bool(existing.containers)
-    run = None
+    changed = None
     if not reuse:
-        try:
-            run = lab.up(DEFAULT_INVENTORY, progress=lambda message: None)
-        except BaseException:
-            lab.down(progress=lambda message: None)
-            raise
-    env = Lab(load_cluster(DEFAULT_INVENTORY), run)
+        proc = run_scrubbed(readme_commands().lab, timeout=LAB_UP_TIMEOUT)
+        if proc.returncode != 0:
+            run_scrubbed(".venv/bin/gpucluster lab down", timeout=300)
+            pytest.fail(f"the README's lab command failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+        # The smoke jobs `lab up` prints, and the playbook's change count.
+        assert "$ srun" in proc.stdout and "CUDA_VISIBLE_DEVICES=" in proc.stdout, proc.stdout
+        found = re.search(r"changed=(\d+)", proc.stdout)
+        assert found, proc.stdout
+        changed = int(found.group(1))
+    env = Lab(load_cluster(DEFAULT_INVENTORY), changed)
     yield env
     if not reuse:
-        lab.down(progress=lambda message: None)
+        proc = run_scrubbed(".venv/bin/gpucluster lab down", timeout=300)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
         # `lab down` leaves nothing of the lab behind.
         names = subprocess.run(
             ["podman", "ps", "-a", "--format", "{{.Names}}"],

@@ -10,6 +10,7 @@ import pytest
 
 from gpucluster.lab import image
 from gpucluster.lab.paths import podman_env
+from gpucluster.tools import venv_env, venv_tool
 
 ROLES = Path(__file__).resolve().parents[2] / "roles"
 SCENARIO_ROLES = sorted(p.parents[2].name for p in ROLES.glob("*/molecule/default/molecule.yml"))
@@ -25,10 +26,10 @@ def test_each_slurm_role_has_a_scenario() -> None:
 @pytest.mark.parametrize("role", OURS)
 def test_molecule_scenario(role: str) -> None:
     tag, _ = image.ensure_image(lambda message: None)
-    env = {**podman_env(), "GPUCLUSTER_LAB_IMAGE": tag, "ANSIBLE_FORCE_COLOR": "0", "NO_COLOR": "1"}
+    env = {**venv_env(podman_env()), "GPUCLUSTER_LAB_IMAGE": tag, "ANSIBLE_FORCE_COLOR": "0", "NO_COLOR": "1"}
     env.pop("PY_COLORS", None)
     proc = subprocess.run(
-        ["molecule", "test"],
+        [venv_tool("molecule"), "test"],
         cwd=ROLES / role,
         env=env,
         capture_output=True,
