@@ -19,7 +19,7 @@ from pathlib import Path
 
 import yaml
 
-from gpucluster.cluster import load_cluster
+from gpucluster.layers import load_cluster
 from gpucluster.render import render_files
 
 NODES_PER_LEAF = 32

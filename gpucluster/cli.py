@@ -11,9 +11,9 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from gpucluster.cluster import Cluster, load_cluster
+from gpucluster.cluster import Cluster
 from gpucluster.errors import InventoryError
-from gpucluster.model import ClusterFile
+from gpucluster.layers import load_cluster
 
 app = typer.Typer(
     add_completion=False,
@@ -133,7 +133,9 @@ def schema(
 
         sys.stdout.write(reference())
         return
-    doc = ClusterFile.model_json_schema()
+    from gpucluster.layers import full_model
+
+    doc = full_model().model_json_schema()
     doc["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     doc["title"] = "gpucluster inventory: group_vars/all/cluster.yml"
     sys.stdout.write(json.dumps(doc, indent=2, sort_keys=True) + "\n")

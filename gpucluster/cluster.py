@@ -1,22 +1,21 @@
-"""Load an inventory into a validated, resolved cluster: the one model every renderer reads.
+"""The core of the model: an inventory resolved into hosts, partitions, fabric and tenants.
 
-`load_cluster` collects every problem before failing, so a user fixes them in one pass.
+It knows nothing of the layers built on it (Kubernetes, cloud): gpucluster.layers parses their
+sections, runs their checks after these, and raises one InventoryError listing every problem,
+so a user fixes them in one pass.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import hostlist
 from pydantic import ValidationError
 
-from gpucluster.cloud.guardrails import check_cloud
 from gpucluster.errors import InventoryError, Problem, format_path
 from gpucluster.hostlists import compress
-from gpucluster.inventory import Inventory, load_inventory
-from gpucluster.k8s.checks import check_kubernetes
+from gpucluster.inventory import Inventory
 from gpucluster.model import ClusterFile, ClusterSpec, NodeType, Tenant
 from gpucluster.yamlfile import LoadedYaml
 
@@ -108,6 +107,7 @@ class _Checker:
         return None
 
     def run(self) -> Cluster:
+        """The resolved cluster; what is wrong is in self.problems."""
         self.check_version()
         self.resolve_nodes()
         self.check_hosts()
@@ -116,10 +116,6 @@ class _Checker:
         self.resolve_blocks()
         self.check_qos()
         self.check_tenants()
-        self.problems.extend(check_kubernetes(self.cluster))
-        self.problems.extend(check_cloud(self.cluster))
-        if self.problems:
-            raise InventoryError(self.problems)
         return self.cluster
 
     def check_version(self) -> None:
@@ -423,11 +419,12 @@ class _Checker:
                 )
 
 
-def _pydantic_problems(file: LoadedYaml, exc: ValidationError) -> list[Problem]:
+def pydantic_problems(file: LoadedYaml, exc: ValidationError, prefix: tuple[str, ...] = ()) -> list[Problem]:
+    """Pydantic's errors as problems at their key path (`prefix` for a section validated alone)."""
     problems = []
     for err in exc.errors():
         loc = [p for p in err["loc"] if not (isinstance(p, str) and (p.startswith("function-") or "[" in p))]
-        path = format_path(loc)
+        path = format_path([*prefix, *loc])
         if err["type"] == "extra_forbidden":
             message = "unknown key (check the spelling; `gpucluster schema` lists the keys)"
         elif err["type"] == "missing":
@@ -439,18 +436,15 @@ def _pydantic_problems(file: LoadedYaml, exc: ValidationError) -> list[Problem]:
 
 
 def parse_spec(file: LoadedYaml) -> ClusterSpec:
-    """Validate the cluster file's shape (keys, types, ranges)."""
+    """Validate the cluster file's shape (keys, types, ranges) outside the layers' sections."""
     try:
         return ClusterFile.model_validate(file.data).cluster
     except ValidationError as exc:
-        raise InventoryError(_pydantic_problems(file, exc)) from None
+        raise InventoryError(pydantic_problems(file, exc)) from None
 
 
-def build_cluster(inv: Inventory) -> Cluster:
-    spec = parse_spec(inv.cluster_file)
-    return _Checker(inv, spec).run()
-
-
-def load_cluster(directory: str | Path) -> Cluster:
-    """Inventory directory -> validated Cluster, or InventoryError listing every problem."""
-    return build_cluster(load_inventory(directory))
+def resolve(inv: Inventory, spec: ClusterSpec) -> tuple[Cluster, list[Problem]]:
+    """The spec resolved against the inventory's hosts, and every cross-reference problem."""
+    checker = _Checker(inv, spec)
+    cluster = checker.run()
+    return cluster, checker.problems

@@ -10,11 +10,15 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, field_validator
 
-from gpucluster.cloud.model import CloudSpec
-from gpucluster.k8s.model import KubernetesSpec
 from gpucluster.modelbase import NAME_RE, SLURM_TIME_RE, Strict, Update, spec
 
 __all__ = ["NAME_RE", "SLURM_TIME_RE", "Strict", "Update", "spec"]
+
+KUBERNETES_SECTION = "Kubernetes layer (GPU Operator, DRA, Kueue, KAI, Slurm on Kubernetes); omit for none."
+CLOUD_SECTION = (
+    "Cloud (AWS, GCP, Azure, Nebius) where the Pulumi stacks create managed Kubernetes and GPU pools; "
+    "omit for on-premises clusters."
+)
 
 
 class GpuSpec(Strict):
@@ -285,17 +289,10 @@ class ClusterSpec(Strict):
     tenants: list[Tenant] = spec(
         "Tenants with GPU quotas and fair-share.", Update.ACCOUNTS, default_factory=list
     )
-    kubernetes: KubernetesSpec | None = spec(
-        "Kubernetes layer (GPU Operator, DRA, Kueue, KAI, Slurm on Kubernetes); omit for none.",
-        Update.KUBERNETES,
-        default=None,
-    )
-    cloud: CloudSpec | None = spec(
-        "Cloud (AWS, GCP, Azure, Nebius) where the Pulumi stacks create managed Kubernetes and GPU pools; "
-        "omit for on-premises clusters.",
-        Update.REBUILD,
-        default=None,
-    )
+    # Sections of the layers built on this model. The core keeps them opaque: gpucluster.layers
+    # validates each present section with its layer's own model and puts the result here.
+    kubernetes: Any = spec(KUBERNETES_SECTION, Update.KUBERNETES, default=None)
+    cloud: Any = spec(CLOUD_SECTION, Update.REBUILD, default=None)
 
 
 class ClusterFile(Strict):

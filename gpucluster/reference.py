@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpucluster.model import ClusterFile
+from gpucluster.layers import full_model
 
 
 def _type_of(prop: dict[str, Any], defs: dict[str, Any]) -> str:
@@ -34,7 +34,7 @@ def _default(prop: dict[str, Any], required: bool) -> str:
 
 
 def markdown() -> str:
-    schema = ClusterFile.model_json_schema()
+    schema = full_model().model_json_schema()
     defs: dict[str, Any] = schema.get("$defs", {})
     lines = [
         "# Inventory reference (`group_vars/all/cluster.yml`)",

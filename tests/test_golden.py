@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gpucluster.cluster import load_cluster
+from gpucluster.layers import load_cluster
 from gpucluster.render import render_files
 from tests.conftest import INVENTORIES, example_inventories
 

@@ -14,6 +14,7 @@ from gpucluster.cloud.catalog import NEBIUS_CPU_PRESET_RE, known_gpu_machines, s
 from gpucluster.cloud.model import LABEL_VALUE_RE
 from gpucluster.cloud.plan import GPU_TAINT, CloudPlan, PoolPlan, plan_cloud
 from gpucluster.errors import InventoryError, Problem, format_path
+from gpucluster.k8s.model import kubernetes_of
 
 if TYPE_CHECKING:  # the cluster module calls check_cloud; keep this import type-only
     from gpucluster.cluster import Cluster
@@ -80,7 +81,7 @@ class _Guard:
         for other in ("aws", "gcp", "azure", "nebius"):
             if other != provider and getattr(self.cloud, other) is not None:
                 self.fail(["cloud", other], f"`{other}` settings given but the provider is {provider}")
-        k8s = self.cluster.spec.kubernetes
+        k8s = kubernetes_of(self.cluster)
         platform = k8s.platform if k8s is not None else None
         if platform not in (None, "generic", PLATFORM_OF[provider]):
             self.fail(
@@ -94,7 +95,7 @@ class _Guard:
                 ["cloud", "kubernetes_version"], "no Kubernetes version: set it here or in kubernetes.version"
             )
             return
-        k8s = self.cluster.spec.kubernetes
+        k8s = kubernetes_of(self.cluster)
         wanted = k8s.version if k8s is not None else ""
         minor = ".".join(wanted.split(".")[:2])
         if minor and self.cloud.kubernetes_version and self.cloud.kubernetes_version != minor:
@@ -142,7 +143,7 @@ class _Guard:
                 f"{key}.taints",
                 f"GPU pools of node type `{pool.node_type}` lack the {GPU_TAINT.kubectl_form} taint",
             )
-        k8s = self.cluster.spec.kubernetes
+        k8s = kubernetes_of(self.cluster)
         if k8s is not None and not k8s.gpu_taint:
             self.fail(
                 ["kubernetes", "gpu_taint"],
@@ -183,7 +184,7 @@ class _Guard:
     def check_driver(self) -> None:
         """The cloud image and the GPU Operator must not both (or neither) install the driver."""
         owner = self.plan.driver_owner
-        has_k8s = self.cluster.spec.kubernetes is not None
+        has_k8s = kubernetes_of(self.cluster) is not None
         where = ["kubernetes", "gpu_operator", "driver"]
         aws, nebius = self.cloud.aws, self.cloud.nebius
         if not self.plan.gpu_pools:

@@ -16,6 +16,7 @@ import pulumi_kubernetes as k8s
 
 from gpucluster.cluster import Cluster
 from gpucluster.k8s.mirror import chart_source
+from gpucluster.k8s.model import kubernetes_of
 from gpucluster.k8s.render import releases
 
 
@@ -30,7 +31,7 @@ class KubernetesLayer(pulumi.ComponentResource):
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("gpucluster:kubernetes:Layer", cluster.name, None, opts)
-        spec = cluster.spec.kubernetes
+        spec = kubernetes_of(cluster)
         if spec is None:
             raise pulumi.RunError(
                 f"{cluster.inventory.cluster_file.file}: cluster.kubernetes: installKubernetes is set "

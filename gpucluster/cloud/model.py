@@ -7,11 +7,14 @@ cloud, which machine types, and how the pools are bought, placed and upgraded.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import Field
 
 from gpucluster.modelbase import NAME_RE, Strict, Update, spec
+
+if TYPE_CHECKING:
+    from gpucluster.cluster import Cluster
 
 KUBE_MINOR_RE = r"^1\.\d{2}$"
 LABEL_KEY_RE = r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
@@ -211,3 +214,10 @@ class CloudSpec(Strict):
 
     def pool_settings(self, node_type: str) -> PoolSettings:
         return self.pools.get(node_type) or PoolSettings()
+
+
+def cloud_of(cluster: Cluster) -> CloudSpec | None:
+    """The cluster's `cloud:` section as this layer's model (gpucluster.layers validated it)."""
+    section = cluster.spec.cloud
+    assert section is None or isinstance(section, CloudSpec)
+    return section

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, TypeVar
 
 from gpucluster.cloud.catalog import GpuMachine, gpu_machine
-from gpucluster.cloud.model import Capacity, CloudSpec, PoolSettings, Taint
-from gpucluster.k8s.model import KubernetesSpec
+from gpucluster.cloud.model import Capacity, CloudSpec, PoolSettings, Taint, cloud_of
+from gpucluster.k8s.model import KubernetesSpec, kubernetes_of
 from gpucluster.k8s.names import GPU_TAINT_KEY, host_labels
 
 if TYPE_CHECKING:  # the cluster module runs the cloud checks; keep this import type-only
@@ -101,7 +101,7 @@ def shared_labels(cluster: Cluster, hosts: list[str]) -> dict[str, str]:
 
 def kubernetes_section(cluster: Cluster) -> KubernetesSpec | None:
     """The `kubernetes:` section (owned by the Kubernetes layer), if the inventory has one."""
-    return cluster.spec.kubernetes
+    return kubernetes_of(cluster)
 
 
 def driver_owner(cluster: Cluster) -> DriverOwner:
@@ -110,7 +110,7 @@ def driver_owner(cluster: Cluster) -> DriverOwner:
     `operator` only when the GPU Operator is installed with its driver container; otherwise (no
     Kubernetes layer, operator disabled, driver `host`/`cloud`) the cloud's node image must carry it.
     """
-    k8s = cluster.spec.kubernetes
+    k8s = kubernetes_of(cluster)
     if k8s is not None and k8s.gpu_operator.enabled and k8s.gpu_operator.driver == "operator":
         return "operator"
     return "cloud"
@@ -131,10 +131,10 @@ def fabric_units(cluster: Cluster, hosts: list[str], split_by: str) -> list[tupl
 
 def plan_cloud(cluster: Cluster) -> CloudPlan | None:
     """Pools of every node type, or None when the inventory has no `cloud:` section."""
-    cloud = cluster.spec.cloud
+    cloud = cloud_of(cluster)
     if cloud is None:
         return None
-    k8s = cluster.spec.kubernetes
+    k8s = kubernetes_of(cluster)
     version = cloud.kubernetes_version
     if version is None and k8s is not None:
         version = ".".join(k8s.version.split(".")[:2])

@@ -12,8 +12,10 @@ from gpucluster.cloud.config import StackConfig, check_stack, read_stack_config
 from gpucluster.cloud.guardrails import enforce
 from gpucluster.cloud.outputs import Built, ansible_inventory, pool_facts
 from gpucluster.cloud.plan import CloudPlan
-from gpucluster.cluster import Cluster, load_cluster
+from gpucluster.cluster import Cluster
 from gpucluster.errors import InventoryError
+from gpucluster.k8s.model import kubernetes_of
+from gpucluster.layers import load_cluster
 
 
 def guarded_plan(provider: str, stack_dir: Path) -> tuple[Cluster, CloudPlan, StackConfig]:
@@ -22,7 +24,7 @@ def guarded_plan(provider: str, stack_dir: Path) -> tuple[Cluster, CloudPlan, St
     try:
         cluster = load_cluster(stack.inventory)
         plan = enforce(cluster)
-        problems = check_stack(stack, plan, has_kubernetes=cluster.spec.kubernetes is not None)
+        problems = check_stack(stack, plan, has_kubernetes=kubernetes_of(cluster) is not None)
         if problems:
             raise InventoryError(problems)
     except InventoryError as exc:

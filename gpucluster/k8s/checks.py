@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from gpucluster.errors import Problem, format_path
-from gpucluster.k8s.model import KubernetesSpec
+from gpucluster.k8s.model import KubernetesSpec, kubernetes_of
 from gpucluster.k8s.names import ADDON_NAMESPACES, topology_levels
 
 if TYPE_CHECKING:  # the cluster module calls check_kubernetes; keep this import type-only
@@ -208,7 +208,7 @@ class _KubernetesChecker:
 
 def check_kubernetes(cluster: Cluster) -> list[Problem]:
     """Problems of the `kubernetes:` section (none when the section is absent)."""
-    k8s = cluster.spec.kubernetes
+    k8s = kubernetes_of(cluster)
     if k8s is None:
         return []
     return _KubernetesChecker(cluster, k8s).run()

@@ -3,11 +3,14 @@ GPUs are handed to pods. One model with the Slurm side: tenants, node types and 
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import Field
 
 from gpucluster.modelbase import Strict, Update, spec
+
+if TYPE_CHECKING:
+    from gpucluster.cluster import Cluster
 
 DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 KUBE_VERSION_RE = r"^1\.\d{2}(\.\d+)?$"
@@ -328,3 +331,10 @@ class KubernetesSpec(Strict):
     def version_tuple(self) -> tuple[int, int, int]:
         parts = [int(p) for p in self.version.split(".")]
         return (parts[0], parts[1], parts[2] if len(parts) > 2 else 0)
+
+
+def kubernetes_of(cluster: Cluster) -> KubernetesSpec | None:
+    """The cluster's `kubernetes:` section as this layer's model (gpucluster.layers validated it)."""
+    section = cluster.spec.kubernetes
+    assert section is None or isinstance(section, KubernetesSpec)
+    return section

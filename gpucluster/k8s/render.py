@@ -13,7 +13,7 @@ from gpucluster.cluster import Cluster
 from gpucluster.k8s import objects as obj
 from gpucluster.k8s import values as val
 from gpucluster.k8s.mirror import chart_source, mirror_image
-from gpucluster.k8s.model import ChartPin, KubernetesSpec
+from gpucluster.k8s.model import ChartPin, KubernetesSpec, kubernetes_of
 from gpucluster.k8s.names import ADDON_NAMESPACES
 
 
@@ -307,7 +307,7 @@ def _header(cluster: Cluster) -> str:
 
 
 def render_kubernetes(cluster: Cluster) -> dict[str, str]:
-    k8s = cluster.spec.kubernetes
+    k8s = kubernetes_of(cluster)
     if k8s is None:
         return {}
     comment = _header(cluster)
@@ -317,7 +317,7 @@ def render_kubernetes(cluster: Cluster) -> dict[str, str]:
 
 
 def render_helm(cluster: Cluster) -> dict[str, str]:
-    k8s = cluster.spec.kubernetes
+    k8s = kubernetes_of(cluster)
     if k8s is None:
         return {}
     comment = _header(cluster)

@@ -43,7 +43,7 @@ def up(
     try:
         result = lab.up(inventory, progress, rebuild_image=rebuild_image)
         progress(f"playbook: done in {result.seconds:.1f}s, changed={result.total_changed}")
-        from gpucluster.cluster import load_cluster
+        from gpucluster.layers import load_cluster
 
         failures = 0
         for check in lab.smoke(load_cluster(inventory)):

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpucluster.cluster import Cluster, load_cluster
+from gpucluster.cluster import Cluster
 from gpucluster.hostlists import expand
 from gpucluster.lab import image, network, nodes
 from gpucluster.lab.inventory import remove_inventory, vault_password_file, write_inventory
@@ -18,6 +18,7 @@ from gpucluster.lab.paths import DEFAULT_INVENTORY, podman_env, state_dir
 from gpucluster.lab.playbook import PlaybookRun, run_playbook
 from gpucluster.lab.shell import LabError, run
 from gpucluster.lab.state import LabState
+from gpucluster.layers import load_cluster
 from gpucluster.tools import venv_tool
 
 Progress = Callable[[str], None]

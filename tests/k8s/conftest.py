@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
-from gpucluster.cluster import Cluster, load_cluster
+from gpucluster.cluster import Cluster
+from gpucluster.layers import load_cluster
 from gpucluster.render import render_files
 
 REPO = Path(__file__).resolve().parents[2]

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 import yaml
 
-from gpucluster.cluster import load_cluster
 from gpucluster.errors import InventoryError
+from gpucluster.layers import load_cluster
 from tests.conftest import run_cli
 from tests.k8s.conftest import INVENTORIES
 

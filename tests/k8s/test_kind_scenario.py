@@ -9,7 +9,7 @@ from pathlib import Path
 
 import yaml
 
-from gpucluster.cluster import load_cluster
+from gpucluster.layers import load_cluster
 from gpucluster.render import render_files
 from gpucluster.tools import venv_env, venv_tool
 from tests.k8s.conftest import REPO

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gpucluster.cluster import load_cluster
 from gpucluster.lab import image, inventory, lab, network
 from gpucluster.lab.paths import DEFAULT_INVENTORY, IMAGE_RECIPE_DIR
 from gpucluster.lab.state import LabState
+from gpucluster.layers import load_cluster
 
 
 @pytest.fixture

@@ -12,9 +12,9 @@ from cloud_harness import REPO, inventory_copy
 from gpucluster.cloud.catalog import gpu_machine
 from gpucluster.cloud.guardrails import aks_pool_name, enforce
 from gpucluster.cloud.plan import GPU_TAINT, plan_cloud
-from gpucluster.cluster import load_cluster
 from gpucluster.errors import InventoryError
 from gpucluster.k8s.names import host_labels, topology_levels
+from gpucluster.layers import load_cluster
 
 Edit = Callable[[dict[str, Any]], None]
 

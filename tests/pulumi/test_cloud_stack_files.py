@@ -11,7 +11,7 @@ import pytest
 import yaml
 from cloud_harness import REPO, STACKS
 
-from gpucluster.cluster import load_cluster
+from gpucluster.layers import load_cluster
 
 CLOUDS = ["aws", "gcp", "azure", "nebius"]
 PROVIDER_KEYS = {"aws:region", "gcp:project", "gcp:region", "azure-native:location"}

@@ -13,8 +13,8 @@ from pulumi.runtime import rpc
 
 from gpucluster.cloud.guardrails import aks_pool_name
 from gpucluster.cloud.plan import CloudPlan, plan_cloud
-from gpucluster.cluster import load_cluster
 from gpucluster.k8s.render import releases
+from gpucluster.layers import load_cluster
 
 CLOUDS = ["aws", "gcp", "azure", "nebius"]
 POOL_TYPES = {

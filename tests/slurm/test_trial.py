@@ -10,7 +10,7 @@ import textwrap
 import pytest
 import yaml
 
-from gpucluster.cluster import load_cluster
+from gpucluster.layers import load_cluster
 from gpucluster.render import render_files
 from gpucluster.trial.slurmctld import TrialUnavailable, expected_topology, installed_version, run_trial
 from tests.conftest import (

@@ -9,8 +9,8 @@ import pytest
 import yaml
 
 from gpucluster import yamlout
-from gpucluster.cluster import load_cluster
 from gpucluster.lab.inventory import write_inventory
+from gpucluster.layers import load_cluster
 from gpucluster.render import render_files
 from tests.conftest import INVENTORIES, example_inventories
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpucluster.cluster import load_cluster
+from gpucluster.layers import load_cluster
 from gpucluster.modelbase import Update
 from gpucluster.plan import plan, required_action
 from tests.conftest import InventoryFactory, run_cli

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from gpucluster.cluster import load_cluster
+from gpucluster.layers import load_cluster
 from gpucluster.render import render_files, write_tree
 from gpucluster.render.files import MANIFEST
 from tests.conftest import (

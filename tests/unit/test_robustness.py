@@ -10,8 +10,8 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gpucluster.cluster import load_cluster
 from gpucluster.errors import InventoryError
+from gpucluster.layers import load_cluster
 from tests.conftest import SMALL_CLUSTER, SMALL_HOSTS, InventoryFactory, run_cli
 
 BASE = yaml.safe_load(textwrap.dedent(SMALL_CLUSTER))

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
-from gpucluster.cluster import load_cluster
 from gpucluster.errors import InventoryError
+from gpucluster.layers import load_cluster
 from tests.conftest import SMALL_CLUSTER, SMALL_HOSTS, InventoryFactory, run_cli
 
 BASE = yaml.safe_load(textwrap.dedent(SMALL_CLUSTER))

@@ -86,7 +86,7 @@ def main() -> None:
     if module.params["gpucluster_path"]:
         sys.path.insert(0, module.params["gpucluster_path"])
     try:
-        from gpucluster.cluster import load_cluster
+        from gpucluster.layers import load_cluster
         from gpucluster.errors import InventoryError
         from gpucluster.render import render_files, write_tree
     except ImportError as exc:

@@ -1,0 +1,138 @@
+"""The one place that composes the core model with the layers built on it.
+
+Dependencies run one way: a layer (Kubernetes, cloud) imports the core; the core imports no layer.
+Each layer names its section of cluster.yml, the model that validates it, its checks and its
+renderers, by module path, so a layer is imported only when an inventory uses it (the cloud
+SDK-facing model costs more to import than validating a whole superpod inventory).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError, create_model
+
+from gpucluster.cluster import Cluster, parse_spec, pydantic_problems, resolve
+from gpucluster.errors import InventoryError, Problem
+from gpucluster.inventory import load_inventory
+from gpucluster.model import CLOUD_SECTION, KUBERNETES_SECTION, ClusterFile, ClusterSpec
+from gpucluster.modelbase import Update, spec
+from gpucluster.render.slurm import render_slurm
+
+Renderer = Callable[[Cluster], dict[str, str]]
+Check = Callable[[Cluster], list[Problem]]
+
+
+@dataclass(frozen=True)
+class Layer:
+    key: str  # its section under `cluster:`
+    description: str
+    update: Update
+    model: str  # "module:Class" validating the section
+    checks: str  # "module:function" run after the core checks
+    renderers: dict[str, str] = field(default_factory=dict)  # output folder -> "module:function"
+
+
+LAYERS = (
+    Layer(
+        "kubernetes",
+        KUBERNETES_SECTION,
+        Update.KUBERNETES,
+        "gpucluster.k8s.model:KubernetesSpec",
+        "gpucluster.k8s.checks:check_kubernetes",
+        {
+            "kubernetes": "gpucluster.k8s.render:render_kubernetes",
+            "helm": "gpucluster.k8s.render:render_helm",
+        },
+    ),
+    # After kubernetes: the cloud checks read the Kubernetes section (who owns the GPU driver).
+    Layer(
+        "cloud",
+        CLOUD_SECTION,
+        Update.REBUILD,
+        "gpucluster.cloud.model:CloudSpec",
+        "gpucluster.cloud.guardrails:check_cloud",
+    ),
+)
+
+# Renderers of the core model; each owns a top-level folder of the output tree.
+CORE_RENDERERS: dict[str, Renderer] = {"slurm": render_slurm}
+
+
+def _load(ref: str) -> Any:
+    module, name = ref.split(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def _raw_section(data: Any, key: str) -> Any:
+    cluster = data.get("cluster") if isinstance(data, dict) else None
+    return cluster.get(key) if isinstance(cluster, dict) else None
+
+
+def load_cluster(directory: str | Path) -> Cluster:
+    """Inventory directory -> validated Cluster, or InventoryError listing every problem."""
+    inv = load_inventory(directory)
+    file = inv.cluster_file
+    problems: list[Problem] = []
+    core: ClusterSpec | None = None
+    try:
+        core = parse_spec(file)
+    except InventoryError as exc:
+        problems += exc.problems
+    sections: dict[str, BaseModel] = {}
+    for layer in LAYERS:
+        raw = _raw_section(file.data, layer.key)
+        if raw is None:
+            continue
+        try:
+            sections[layer.key] = _load(layer.model).model_validate(raw)
+        except ValidationError as exc:
+            problems += pydantic_problems(file, exc, ("cluster", layer.key))
+    if core is None or problems:
+        raise InventoryError(problems)
+    cluster, problems = resolve(inv, core.model_copy(update=sections))
+    for layer in LAYERS:
+        if layer.key in sections:
+            check: Check = _load(layer.checks)
+            problems += check(cluster)
+    if problems:
+        raise InventoryError(problems)
+    return cluster
+
+
+def layers_of(cluster: Cluster) -> list[Layer]:
+    return [layer for layer in LAYERS if getattr(cluster.spec, layer.key) is not None]
+
+
+def renderers(cluster: Cluster) -> dict[str, Renderer]:
+    """Output folder -> renderer, for the core and the layers this cluster uses."""
+    found = dict(CORE_RENDERERS)
+    for layer in layers_of(cluster):
+        found.update({folder: _load(ref) for folder, ref in layer.renderers.items()})
+    return found
+
+
+def output_folders() -> list[str]:
+    """Every folder any renderer may write (for `render --only`)."""
+    return [*CORE_RENDERERS, *(folder for layer in LAYERS for folder in layer.renderers)]
+
+
+@cache
+def full_model() -> type[ClusterFile]:
+    """ClusterFile with every layer's section typed: for the JSON Schema and the key reference."""
+    fields: dict[str, Any] = {
+        layer.key: (_load(layer.model) | None, spec(layer.description, layer.update, default=None))
+        for layer in LAYERS
+    }
+    full_spec = create_model("ClusterSpec", __base__=ClusterSpec, **fields)
+    model: type[ClusterFile] = create_model("ClusterFile", __base__=ClusterFile, cluster=(full_spec, ...))
+    return model
+
+
+def every_layer_model() -> Iterable[type[BaseModel]]:
+    return [_load(layer.model) for layer in LAYERS]
