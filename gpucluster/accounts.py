@@ -28,18 +28,20 @@ def _qos_entry(qos: Qos) -> dict[str, Any]:
 
 
 def desired_associations(cluster: Cluster) -> dict[str, Any]:
-    """Plain data (sorted, deterministic) describing every association gpucluster manages."""
+    """Plain data (sorted, deterministic) describing every association gpucluster manages, with
+    the tenants' numbers in the scheduler `cluster` is a view of (Cluster.owned_by)."""
     spec = cluster.spec
     accounts = []
     for tenant in sorted(spec.tenants, key=lambda t: t.name):
+        gpus = cluster.quota(tenant.name)
         accounts.append(
             {
                 "name": tenant.name,
                 "parent": tenant.parent or "root",
                 "fairshare": tenant.fairshare,
-                "gpu_quota": tenant.gpu_quota,
-                "gpu_limit": tenant.effective_limit,
-                "grp_tres": f"gres/gpu={tenant.effective_limit}",
+                "gpu_quota": gpus.quota,
+                "gpu_limit": gpus.effective_limit,
+                "grp_tres": f"gres/gpu={gpus.effective_limit}",
                 "qos": sorted(tenant.qos),
                 "default_qos": tenant.default_qos,
             }

@@ -44,11 +44,19 @@ def validate(inventory: InventoryArg) -> None:
 
 
 @app.command()
-def show(inventory: InventoryArg) -> None:
-    """Tables of node types, partitions, fabric and tenants."""
+def show(
+    inventory: InventoryArg,
+    as_json: Annotated[bool, typer.Option("--json", help="The fleet (owners, tenants) as JSON.")] = False,
+) -> None:
+    """Tables of node types, partitions, fabric, the fleet (which scheduler owns which nodes) and tenants."""
+    from gpucluster.show import fleet
     from gpucluster.show import show as show_cluster
 
-    show_cluster(_load(inventory), out)
+    cluster = _load(inventory)
+    if as_json:
+        sys.stdout.write(json.dumps(fleet(cluster), indent=2) + "\n")
+        return
+    show_cluster(cluster, out)
 
 
 @app.command()

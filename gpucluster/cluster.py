@@ -16,12 +16,13 @@ from pydantic import ValidationError
 from gpucluster.errors import InventoryError, Problem, format_path
 from gpucluster.hostlists import compress
 from gpucluster.inventory import Inventory
-from gpucluster.model import ClusterFile, ClusterSpec, NodeType, Tenant
+from gpucluster.model import ClusterFile, ClusterSpec, GpuQuota, NodeType, Owner, Tenant
 from gpucluster.yamlfile import LoadedYaml
 
 MIN_SLURM = (22, 5)
 BLOCK_TOPOLOGY_SINCE = (23, 11)
 TOPOLOGY_YAML_SINCE = (25, 5)
+NO_GPUS = GpuQuota()
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,11 @@ class Cluster:
     switch_path: dict[str, tuple[str, ...]] = field(default_factory=dict)
     blocks: dict[str, list[str]] = field(default_factory=dict)
     block_of: dict[str, str] = field(default_factory=dict)
+    # The one scheduler of each host, and each tenant's GPU numbers per scheduler.
+    owner_of: dict[str, Owner] = field(default_factory=dict)
+    tenant_gpus: dict[str, dict[Owner, GpuQuota]] = field(default_factory=dict)
+    # Set on a view made by owned_by(): every host, partition, switch and quota here is that owner's.
+    domain: Owner | None = None
 
     @property
     def name(self) -> str:
@@ -73,6 +79,69 @@ class Cluster:
     @property
     def tenants_by_name(self) -> dict[str, Tenant]:
         return {t.name: t for t in self.spec.tenants}
+
+    def gpus_of(self, hosts: Iterable[str]) -> int:
+        return sum(g.count for h in hosts if (g := self.node_type(h).gpus))
+
+    def hosts_owned_by(self, owner: Owner) -> list[str]:
+        return [h for h in self.hosts if self.owner_of.get(h) == owner]
+
+    @property
+    def owners(self) -> list[Owner]:
+        """Owners with at least one host, in declaration order of the Owner enum."""
+        present = set(self.owner_of.values())
+        return [o for o in Owner if o in present]
+
+    def quota(self, tenant: str) -> GpuQuota:
+        """The tenant's GPU numbers in this view's scheduler (zero where it has none there)."""
+        assert self.domain is not None, "quotas are per scheduler: take a view with owned_by()"
+        return self.tenant_gpus.get(tenant, {}).get(self.domain, NO_GPUS)
+
+    def owned_by(self, owner: Owner) -> Cluster:
+        """This cluster as one scheduler sees it: only its hosts, the partitions, switches and blocks
+        that hold some of them (the switch tree pruned, no empty lines), and its tenant numbers."""
+        keep = {h for h, o in self.owner_of.items() if o == owner}
+        below: dict[str, bool] = {}
+        by_name = {s.name: s for s in self.switches}
+
+        def has_hosts(name: str) -> bool:
+            if name not in below:
+                switch = by_name[name]
+                below[name] = any(h in keep for h in switch.nodes) or any(
+                    has_hosts(c) for c in switch.switches
+                )
+            return below[name]
+
+        switches = [
+            Switch(
+                s.name, tuple(c for c in s.switches if has_hosts(c)), tuple(h for h in s.nodes if h in keep)
+            )
+            for s in self.switches
+            if has_hosts(s.name)
+        ]
+        return Cluster(
+            spec=self.spec,
+            source=self.source,
+            inventory=self.inventory,
+            node_type_of={h: t for h, t in self.node_type_of.items() if h in keep},
+            hosts_by_type={
+                t: kept
+                for t, hosts in self.hosts_by_type.items()
+                if (kept := [h for h in hosts if h in keep])
+            },
+            partitions={
+                p: kept for p, hosts in self.partitions.items() if (kept := [h for h in hosts if h in keep])
+            },
+            switches=switches,
+            switch_path={h: path for h, path in self.switch_path.items() if h in keep},
+            blocks={b: kept for b, hosts in self.blocks.items() if (kept := [h for h in hosts if h in keep])},
+            block_of={h: b for h, b in self.block_of.items() if h in keep},
+            owner_of={h: o for h, o in self.owner_of.items() if h in keep},
+            tenant_gpus={
+                t: {owner: numbers[owner]} for t, numbers in self.tenant_gpus.items() if owner in numbers
+            },
+            domain=owner,
+        )
 
 
 def sort_hosts(hosts: Iterable[str]) -> list[str]:
@@ -128,10 +197,33 @@ class _Checker:
         if "none" in plugins and len(plugins) > 1:
             self.fail(["slurm", "task_plugins"], "`none` cannot be combined with other task plugins")
 
+    def owner_of_entry(self, index: int) -> Owner | None:
+        """The owner a `nodes` entry gives its hosts; None (and a problem) when it must be said.
+
+        With no `kubernetes:` or `cloud:` section there is only bare-metal Slurm; with either, the
+        inventory must say, since a wrong guess puts two schedulers on the same GPUs."""
+        entry = self.spec.nodes[index]
+        if entry.owner == Owner.SLURM_ON_KUBERNETES and self.spec.kubernetes is None:
+            self.fail(
+                ["nodes", index, "owner"],
+                "`slurm-on-kubernetes` needs the `kubernetes:` section (with `kubernetes.slurm`)",
+            )
+        if entry.owner is not None:
+            return entry.owner
+        if self.spec.kubernetes is None and self.spec.cloud is None:
+            return Owner.SLURM
+        self.fail(
+            ["nodes", index, "owner"],
+            "required when the inventory has a `kubernetes:` or `cloud:` section: say which one scheduler "
+            "owns these hosts (slurm, kubernetes or slurm-on-kubernetes)",
+        )
+        return None
+
     def resolve_nodes(self) -> None:
         cluster = self.cluster
         entry_of: dict[str, int] = {}
         for index, entry in enumerate(self.spec.nodes):
+            owner = self.owner_of_entry(index)
             node_type = self.spec.node_types.get(entry.type)
             if node_type is None:
                 known = ", ".join(sorted(self.spec.node_types))
@@ -141,12 +233,16 @@ class _Checker:
             for host in hosts:
                 if host in cluster.node_type_of:
                     first = entry_of[host]
-                    self.fail(
-                        ["nodes", index, "group"],
-                        f"host `{host}` already has node type `{cluster.node_type_of[host]}` from cluster.nodes[{first}]",
-                    )
+                    theirs = cluster.owner_of.get(host)
+                    if owner is not None and theirs is not None and theirs != owner:
+                        message = f"host `{host}` would have two owners: `{theirs}` from cluster.nodes[{first}] and `{owner}`"
+                    else:
+                        message = f"host `{host}` already has node type `{cluster.node_type_of[host]}` from cluster.nodes[{first}]"
+                    self.fail(["nodes", index, "group"], message)
                     continue
                 cluster.node_type_of[host] = entry.type
+                if owner is not None:
+                    cluster.owner_of[host] = owner
                 entry_of[host] = index
         for type_name, node_type in self.spec.node_types.items():
             self.check_gpus(type_name, node_type)
@@ -202,6 +298,7 @@ class _Checker:
                     self.fail(["partitions", index, "default"], "more than one partition is the default")
                 seen_default = True
             members: dict[str, None] = {}
+            slurm_kinds: dict[Owner, str] = {}
             for n, name in enumerate(part.nodes):
                 for host in self.hosts_of(name, ["partitions", index, "nodes", n]) or []:
                     if host not in cluster.node_type_of:
@@ -210,13 +307,34 @@ class _Checker:
                             f"host `{host}` has no node type (add its group to cluster.nodes)",
                         )
                         break
+                    owner = cluster.owner_of.get(host)
+                    if owner == Owner.KUBERNETES:
+                        self.fail(
+                            ["partitions", index, "nodes", n],
+                            f"host `{host}` is owned by kubernetes; a Slurm partition may only name hosts "
+                            "owned by slurm or slurm-on-kubernetes",
+                        )
+                        break
+                    if owner is not None:
+                        slurm_kinds.setdefault(owner, host)
                     members.setdefault(host, None)
+            if len(slurm_kinds) > 1:
+                pair = " and ".join(f"`{h}` ({o})" for o, h in slurm_kinds.items())
+                self.fail(
+                    ["partitions", index, "nodes"],
+                    f"the partition mixes bare-metal Slurm and Slurm on Kubernetes ({pair}): they are two Slurm clusters",
+                )
             for n, tenant in enumerate(part.tenants):
                 if tenant not in tenants:
                     self.fail(["partitions", index, "tenants", n], f"unknown tenant `{tenant}`")
             cluster.partitions[part.name] = sort_hosts(members)
         in_partition = {h for hosts in cluster.partitions.values() for h in hosts}
-        orphans = [h for h in cluster.node_type_of if h not in in_partition]
+        # Kubernetes-owned hosts are in no Slurm partition; Kueue and KAI queues reach them.
+        orphans = [
+            h
+            for h in cluster.node_type_of
+            if h not in in_partition and cluster.owner_of.get(h) != Owner.KUBERNETES
+        ]
         if orphans:
             self.fail(["partitions"], f"host(s) in no partition: {compress(orphans)}")
 
@@ -354,23 +472,12 @@ class _Checker:
         index_of: dict[str, int] = {}
         qos_names = {q.name for q in self.spec.qos}
         users = set(self.spec.users)
-        total = self.cluster.total_gpus
         for index, tenant in enumerate(tenants):
             if tenant.name in by_name:
                 self.fail(["tenants", index, "name"], f"tenant `{tenant.name}` is defined twice")
                 continue
             by_name[tenant.name] = tenant
             index_of[tenant.name] = index
-            if tenant.effective_limit < tenant.gpu_quota:
-                self.fail(
-                    ["tenants", index, "gpu_limit"],
-                    f"gpu_limit {tenant.gpu_limit} is below gpu_quota {tenant.gpu_quota}",
-                )
-            if tenant.effective_limit > total:
-                self.fail(
-                    ["tenants", index, "gpu_limit"],
-                    f"gpu_limit {tenant.effective_limit} exceeds the cluster's {total} GPUs",
-                )
             for n, user in enumerate(tenant.users):
                 if users and user not in users:
                     self.fail(["tenants", index, "users", n], f"unknown user `{user}` (not in cluster.users)")
@@ -385,15 +492,25 @@ class _Checker:
                         ["tenants", index, "default_qos"],
                         f"`{tenant.default_qos}` is not in the tenant's qos list",
                     )
+        children: dict[str, list[Tenant]] = {}
         for name, tenant in by_name.items():
             if tenant.parent is None:
                 continue
             if tenant.parent not in by_name:
                 self.fail(["tenants", index_of[name], "parent"], f"unknown parent tenant `{tenant.parent}`")
                 continue
-            trail = [name]
-            current: str | None = tenant.parent
-            while current is not None and current in by_name:
+            children.setdefault(tenant.parent, []).append(tenant)
+        self.check_tenant_cycles(by_name, index_of)
+        self.resolve_tenant_gpus(by_name, index_of)
+        self.check_quotas(by_name, index_of, children)
+
+    def check_tenant_cycles(self, by_name: dict[str, Tenant], index_of: dict[str, int]) -> None:
+        # Each tenant is walked up at most once overall: a chain already known to end is not walked again.
+        settled: set[str] = set()
+        for name in by_name:
+            trail: list[str] = []
+            current: str | None = name
+            while current is not None and current in by_name and current not in settled:
                 if current in trail:
                     self.fail(
                         ["tenants", index_of[name], "parent"],
@@ -402,20 +519,85 @@ class _Checker:
                     break
                 trail.append(current)
                 current = by_name[current].parent
-        top = [t for t in by_name.values() if t.parent is None]
-        quota = sum(t.gpu_quota for t in top)
-        if quota > total:
-            self.fail(
-                ["tenants"],
-                f"top-level tenants' gpu_quota adds up to {quota}, more than the cluster's {total} GPUs",
-            )
-        for name, parent in by_name.items():
-            children = [t for t in by_name.values() if t.parent == name]
-            child_quota = sum(t.gpu_quota for t in children)
-            if children and child_quota > parent.gpu_quota:
+            settled.update(trail)
+
+    def resolve_tenant_gpus(self, by_name: dict[str, Tenant], index_of: dict[str, int]) -> None:
+        """Each tenant's numbers per scheduler; the gpu_quota/gpu_limit shorthand goes to the one
+        scheduler that has GPUs."""
+        cluster = self.cluster
+        gpu_owners = [o for o in Owner if cluster.gpus_of(cluster.hosts_owned_by(o))]
+        for name, tenant in by_name.items():
+            parts: list[str | int] = ["tenants", index_of[name]]
+            numbers = dict(tenant.gpus)
+            shorthand = tenant.gpu_quota is not None or tenant.gpu_limit is not None
+            if shorthand and tenant.gpus:
                 self.fail(
-                    ["tenants", index_of[name], "gpu_quota"],
-                    f"child tenants' gpu_quota adds up to {child_quota}, more than this tenant's {parent.gpu_quota}",
+                    [*parts, "gpus"], "give GPU numbers either as gpu_quota/gpu_limit or as gpus, not both"
+                )
+            elif tenant.gpu_quota is None and tenant.gpu_limit is not None:
+                self.fail([*parts, "gpu_limit"], "gpu_limit without gpu_quota")
+            elif shorthand and len(gpu_owners) > 1:
+                owners = ", ".join(gpu_owners)
+                self.fail(
+                    [*parts, "gpu_quota"],
+                    f"GPUs here have several owners ({owners}): give this tenant's numbers per scheduler in `gpus`",
+                )
+            elif shorthand:
+                quota = GpuQuota(quota=tenant.gpu_quota or 0, limit=tenant.gpu_limit)
+                if gpu_owners:
+                    numbers = {gpu_owners[0]: quota}
+                elif quota.effective_limit:
+                    self.fail([*parts, "gpu_quota"], "the cluster has no GPUs for this quota")
+            cluster.tenant_gpus[name] = numbers
+
+    def check_quotas(
+        self, by_name: dict[str, Tenant], index_of: dict[str, int], children: dict[str, list[Tenant]]
+    ) -> None:
+        """Per scheduler: limits not below quotas nor above its GPUs; guarantees fit its GPUs."""
+        cluster = self.cluster
+        capacity = {o: cluster.gpus_of(cluster.hosts_owned_by(o)) for o in Owner}
+
+        def key(tenant: Tenant, owner: Owner, field: str) -> list[str | int]:
+            parts: list[str | int] = ["tenants", index_of[tenant.name]]
+            if tenant.gpus:
+                return [*parts, "gpus", owner.value, field]
+            return [*parts, f"gpu_{field}"]
+
+        for owner in Owner:
+            total = capacity[owner]
+            top_quota = 0
+            for name, tenant in by_name.items():
+                numbers = cluster.tenant_gpus.get(name, {}).get(owner)
+                if numbers is None:
+                    continue
+                if numbers.effective_limit and not total:
+                    self.fail(
+                        key(tenant, owner, "quota"),
+                        f"no GPU node is owned by {owner}: a quota there can never be met",
+                    )
+                    continue
+                if numbers.effective_limit < numbers.quota:
+                    self.fail(
+                        key(tenant, owner, "limit"), f"limit {numbers.limit} is below quota {numbers.quota}"
+                    )
+                if numbers.effective_limit > total:
+                    self.fail(
+                        key(tenant, owner, "limit"),
+                        f"limit {numbers.effective_limit} exceeds the {total} GPUs owned by {owner}",
+                    )
+                if tenant.parent is None:
+                    top_quota += numbers.quota
+                kids = children.get(name, [])
+                child_quota = sum(cluster.tenant_gpus.get(k.name, {}).get(owner, NO_GPUS).quota for k in kids)
+                if kids and child_quota > numbers.quota:
+                    self.fail(
+                        key(tenant, owner, "quota"),
+                        f"child tenants' quotas in {owner} add up to {child_quota}, more than this tenant's {numbers.quota}",
+                    )
+            if top_quota > total:
+                self.fail(
+                    ["tenants"],
+                    f"top-level tenants' quotas in {owner} add up to {top_quota}, more than the {total} GPUs it owns",
                 )
 
 

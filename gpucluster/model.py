@@ -10,9 +10,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, field_validator
 
-from gpucluster.modelbase import NAME_RE, SLURM_TIME_RE, Strict, Update, spec
+from gpucluster.modelbase import NAME_RE, SLURM_TIME_RE, Owner, Strict, Update, spec
 
-__all__ = ["NAME_RE", "SLURM_TIME_RE", "Strict", "Update", "spec"]
+__all__ = ["NAME_RE", "SLURM_TIME_RE", "Owner", "Strict", "Update", "spec"]
 
 KUBERNETES_SECTION = "Kubernetes layer (GPU Operator, DRA, Kueue, KAI, Slurm on Kubernetes); omit for none."
 CLOUD_SECTION = (
@@ -76,6 +76,13 @@ class NodeType(Strict):
 class NodeGroup(Strict):
     group: str = spec("Inventory group (or host) whose hosts are of this node type.", Update.RESTART)
     type: str = spec("Key of `node_types`.", Update.RESTART)
+    owner: Owner | None = spec(
+        "The one scheduler that owns these hosts: `slurm` (bare-metal slurmd), `kubernetes` (kubelet; "
+        "pods admitted by Kueue/KAI) or `slurm-on-kubernetes` (kubelet, only Slinky/Soperator slurmd pods). "
+        "Default `slurm` when the inventory has no `kubernetes:` section; required when it has one.",
+        Update.MOVE,
+        default=None,
+    )
 
 
 class Fabric(Strict):
@@ -153,6 +160,19 @@ class Qos(Strict):
         return value
 
 
+class GpuQuota(Strict):
+    quota: Annotated[int, Field(ge=0)] = spec("GPUs guaranteed to the tenant.", Update.ACCOUNTS, default=0)
+    limit: Annotated[int, Field(ge=0)] | None = spec(
+        "Most GPUs the tenant may hold at once, borrowing included. Default: quota.",
+        Update.ACCOUNTS,
+        default=None,
+    )
+
+    @property
+    def effective_limit(self) -> int:
+        return self.quota if self.limit is None else self.limit
+
+
 class Tenant(Strict):
     name: Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]*$")] = spec(
         "Tenant name: Slurm account, Kueue ClusterQueue, KAI queue and namespace (lowercase DNS label).",
@@ -165,11 +185,24 @@ class Tenant(Strict):
         "Share of the cluster (Slurm Fairshare=, Kueue fairSharing weight, KAI overQuotaWeight).",
         Update.ACCOUNTS,
     )
-    gpu_quota: Annotated[int, Field(ge=0)] = spec("GPUs guaranteed to the tenant.", Update.ACCOUNTS)
-    gpu_limit: Annotated[int, Field(ge=0)] | None = spec(
-        "Most GPUs the tenant may hold at once, borrowing included (Slurm GrpTRES=gres/gpu=N). Default: gpu_quota.",
+    gpu_quota: Annotated[int, Field(ge=0)] | None = spec(
+        "GPUs guaranteed to the tenant by the fleet's only GPU scheduler (shorthand for `gpus.<owner>.quota`; "
+        "use `gpus` when GPUs have several owners).",
         Update.ACCOUNTS,
         default=None,
+    )
+    gpu_limit: Annotated[int, Field(ge=0)] | None = spec(
+        "Most GPUs the tenant may hold at once, borrowing included (Slurm GrpTRES=gres/gpu=N), in the fleet's "
+        "only GPU scheduler (shorthand for `gpus.<owner>.limit`). Default: gpu_quota.",
+        Update.ACCOUNTS,
+        default=None,
+    )
+    gpus: dict[Owner, GpuQuota] = spec(
+        "GPU quota and limit per scheduler: `slurm` becomes Slurm account limits, `kubernetes` Kueue "
+        "ClusterQueue and KAI queue quotas, `slurm-on-kubernetes` the limits of Slurm in Kubernetes. "
+        "Each scheduler receives only its own numbers.",
+        Update.ACCOUNTS,
+        default_factory=dict,
     )
     users: list[Annotated[str, Field(pattern=r"^[a-z_][a-z0-9_.-]*$")]] = spec(
         "Users of the tenant (Slurm users of the account).", Update.ACCOUNTS, default_factory=list
@@ -179,10 +212,6 @@ class Tenant(Strict):
     namespace: str | None = spec(
         "Kubernetes namespace; default: the tenant name.", Update.KUBERNETES, default=None
     )
-
-    @property
-    def effective_limit(self) -> int:
-        return self.gpu_quota if self.gpu_limit is None else self.gpu_limit
 
 
 class Accounting(Strict):
@@ -279,7 +308,11 @@ class ClusterSpec(Strict):
     fabric: Fabric = spec(
         "Network topology: switch tree and NVLink blocks.", Update.RECONFIGURE, default_factory=Fabric
     )
-    partitions: list[Partition] = spec("Slurm partitions.", Update.RESTART, min_length=1)
+    partitions: list[Partition] = spec(
+        "Slurm partitions (of bare-metal Slurm and of Slurm on Kubernetes; none when Kubernetes owns every node).",
+        Update.RESTART,
+        default_factory=list,
+    )
     qos: list[Qos] = spec("Slurm QOS definitions.", Update.ACCOUNTS, default_factory=list)
     users: list[Annotated[str, Field(pattern=r"^[a-z_][a-z0-9_.-]*$")]] = spec(
         "Known users; when given, every tenant user must be listed here.",

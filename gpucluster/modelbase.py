@@ -13,6 +13,14 @@ NAME_RE = r"^[A-Za-z][A-Za-z0-9_.-]*$"
 SLURM_TIME_RE = re.compile(r"^(UNLIMITED|INFINITE|\d+|\d+:\d{2}(:\d{2})?|\d+-\d+(:\d{2}(:\d{2})?)?)$")
 
 
+class Owner(StrEnum):
+    """The one scheduler that allocates a node's GPUs (never two, at any moment)."""
+
+    SLURM = "slurm"  # bare-metal Slurm: slurmd on the host
+    KUBERNETES = "kubernetes"  # kubelet; pods admitted by Kueue / scheduled by KAI
+    SLURM_ON_KUBERNETES = "slurm-on-kubernetes"  # kubelet, dedicated to Slinky/Soperator slurmd pods
+
+
 class Update(StrEnum):
     """What applying a change to a field needs on a live cluster."""
 
@@ -24,6 +32,10 @@ class Update(StrEnum):
     ACCOUNTS = "sacctmgr changes only; no daemon restart"
     REBUILD = "cluster rebuild: drain and reinstall the affected hosts"
     KUBERNETES = "objects re-applied to the Kubernetes API; no Slurm action"
+    MOVE = (
+        "nodes change scheduler: drained and emptied in the old one, handed over, quotas follow "
+        "(the steps `gpucluster plan` lists)"
+    )
 
 
 def spec(description: str, update: Update, **kwargs: Any) -> Any:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.console import Console
 from rich.table import Table
 from rich.tree import Tree
 
 from gpucluster.cluster import Cluster
 from gpucluster.hostlists import compress
+from gpucluster.modelbase import Owner
 
 
 def _gpus(cluster: Cluster, hosts: list[str]) -> int:
@@ -32,7 +35,7 @@ def show(cluster: Cluster, console: Console) -> None:
     for col in ("partition", "default", "nodes", "GPUs", "hosts", "max time"):
         parts.add_column(col)
     for p in spec.partitions:
-        hosts = cluster.partitions[p.name]
+        hosts = cluster.partitions.get(p.name, [])
         parts.add_row(
             p.name,
             "yes" if p.default else "",
@@ -66,18 +69,66 @@ def show(cluster: Cluster, console: Console) -> None:
         for name, hosts in sorted(cluster.blocks.items()):
             blocks.add_row(name, str(len(hosts)), str(_gpus(cluster, hosts)), compress(hosts))
         console.print(blocks)
+    console.print(fleet_table(cluster))
     if spec.tenants:
-        tenants = Table(title=f"Tenants ({cluster.total_gpus} GPUs in the cluster)")
-        for col in ("tenant", "parent", "fairshare", "GPU quota", "GPU limit", "users", "QOS"):
-            tenants.add_column(col)
-        for tenant in spec.tenants:
-            tenants.add_row(
-                tenant.name,
-                tenant.parent or "",
-                str(tenant.fairshare),
-                str(tenant.gpu_quota),
-                str(tenant.effective_limit),
-                ", ".join(tenant.users),
-                ", ".join(tenant.qos),
-            )
-        console.print(tenants)
+        console.print(tenant_table(cluster))
+
+
+def fleet(cluster: Cluster) -> dict[str, Any]:
+    """Who owns what: per owner its nodes, GPUs, partitions or queues; per tenant its numbers."""
+    owners = []
+    for owner in cluster.owners:
+        view = cluster.owned_by(owner)
+        owners.append(
+            {
+                "owner": owner.value,
+                "nodes": len(view.hosts),
+                "hosts": compress(view.hosts),
+                "gpus": view.total_gpus,
+                "partitions": sorted(view.partitions) if owner != Owner.KUBERNETES else [],
+                "queues": sorted(t.name for t in cluster.spec.tenants if view.quota(t.name).effective_limit),
+            }
+        )
+    tenants = {
+        tenant.name: {
+            owner.value: {"quota": gpus.quota, "limit": gpus.effective_limit}
+            for owner, gpus in sorted(cluster.tenant_gpus.get(tenant.name, {}).items())
+        }
+        for tenant in cluster.spec.tenants
+    }
+    return {"cluster": cluster.name, "gpus": cluster.total_gpus, "owners": owners, "tenants": tenants}
+
+
+def fleet_table(cluster: Cluster) -> Table:
+    table = Table(title=f"Fleet: who schedules each node ({cluster.total_gpus} GPUs)")
+    for col in ("owner", "nodes", "GPUs", "hosts", "partitions", "tenants with GPUs there"):
+        table.add_column(col)
+    for row in fleet(cluster)["owners"]:
+        table.add_row(
+            row["owner"],
+            str(row["nodes"]),
+            str(row["gpus"]),
+            row["hosts"],
+            ", ".join(row["partitions"]) or "-",
+            ", ".join(row["queues"]) or "-",
+        )
+    return table
+
+
+def tenant_table(cluster: Cluster) -> Table:
+    owners = cluster.owners
+    table = Table(title="Tenants: GPU quota / limit per scheduler")
+    for col in ("tenant", "parent", "fairshare", *(o.value for o in owners), "users", "QOS"):
+        table.add_column(col)
+    for tenant in cluster.spec.tenants:
+        numbers = cluster.tenant_gpus.get(tenant.name, {})
+        cells = [f"{g.quota} / {g.effective_limit}" if (g := numbers.get(o)) else "-" for o in owners]
+        table.add_row(
+            tenant.name,
+            tenant.parent or "",
+            str(tenant.fairshare),
+            *cells,
+            ", ".join(tenant.users),
+            ", ".join(tenant.qos),
+        )
+    return table

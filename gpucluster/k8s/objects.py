@@ -241,8 +241,9 @@ def kueue_cohorts(cluster: Cluster, k8s: KubernetesSpec) -> list[Obj]:
     objects = [_obj(KUEUE_API, "Cohort", _meta(k8s.kueue.cohort), spec={})]
     for tenant in parent_tenants(cluster):
         children = [t for t in cluster.spec.tenants if t.parent == tenant.name]
-        own_quota = tenant.gpu_quota - sum(t.gpu_quota for t in children)
-        own_limit = max(own_quota, tenant.effective_limit - sum(t.gpu_quota for t in children))
+        given = sum(cluster.quota(t.name).quota for t in children)
+        own_quota = cluster.quota(tenant.name).quota - given
+        own_limit = max(own_quota, cluster.quota(tenant.name).effective_limit - given)
         spec = {
             "parentName": _cohort_of(tenant, k8s),
             "fairSharing": {"weight": tenant.fairshare},
@@ -265,7 +266,9 @@ def cluster_queues(cluster: Cluster, k8s: KubernetesSpec) -> list[Obj]:
                 "borrowWithinCohort": {"policy": "LowerPriority"},
                 "withinClusterQueue": "LowerPriority",
             },
-            "resourceGroups": resource_groups(cluster, tenant.gpu_quota, tenant.effective_limit),
+            "resourceGroups": resource_groups(
+                cluster, cluster.quota(tenant.name).quota, cluster.quota(tenant.name).effective_limit
+            ),
         }
         objects.append(_obj(KUEUE_API, "ClusterQueue", _meta(tenant.name), spec=spec))
     return objects
@@ -308,7 +311,8 @@ def kai_queues(cluster: Cluster, k8s: KubernetesSpec) -> list[Obj]:
     objects = [queue(root, None, total, total, 1)]
     for tenant in sorted(cluster.spec.tenants, key=lambda t: t.name):
         parent = tenant.parent or root
-        objects.append(queue(tenant.name, parent, tenant.gpu_quota, tenant.effective_limit, tenant.fairshare))
+        gpus = cluster.quota(tenant.name)
+        objects.append(queue(tenant.name, parent, gpus.quota, gpus.effective_limit, tenant.fairshare))
     return objects
 
 

@@ -15,6 +15,7 @@ from gpucluster.k8s import values as val
 from gpucluster.k8s.mirror import chart_source, mirror_image
 from gpucluster.k8s.model import ChartPin, KubernetesSpec, kubernetes_of
 from gpucluster.k8s.names import ADDON_NAMESPACES
+from gpucluster.modelbase import Owner
 
 
 def dump(documents: Iterable[Any], comment: str) -> str:
@@ -221,6 +222,8 @@ class ObjectFile:
 def object_files(cluster: Cluster, k8s: KubernetesSpec) -> list[ObjectFile]:
     """Object files in apply order (namespaces before what lives in them)."""
     files: list[ObjectFile] = []
+    # Kueue and KAI see only the hosts Kubernetes owns, and quotas within them.
+    pods = cluster.owned_by(Owner.KUBERNETES)
     if k8s.network_operator.enabled:
         policy = obj.nic_cluster_policy(k8s, partial(mirror_image, k8s.registry_mirror))
         files.append(ObjectFile("kubernetes/network/nic-cluster-policy.yaml", "network_operator", [policy]))
@@ -256,21 +259,21 @@ def object_files(cluster: Cluster, k8s: KubernetesSpec) -> list[ObjectFile]:
             ObjectFile(
                 "kubernetes/kueue/resource-flavors.yaml",
                 "gpu_workloads",
-                obj.resource_flavors(cluster, k8s),
+                obj.resource_flavors(pods, k8s),
                 True,
             )
         )
         if cluster.spec.tenants:
             files.append(
                 ObjectFile(
-                    "kubernetes/kueue/cohorts.yaml", "gpu_workloads", obj.kueue_cohorts(cluster, k8s), True
+                    "kubernetes/kueue/cohorts.yaml", "gpu_workloads", obj.kueue_cohorts(pods, k8s), True
                 )
             )
             files.append(
                 ObjectFile(
                     "kubernetes/kueue/cluster-queues.yaml",
                     "gpu_workloads",
-                    obj.cluster_queues(cluster, k8s),
+                    obj.cluster_queues(pods, k8s),
                     True,
                 )
             )
@@ -286,7 +289,7 @@ def object_files(cluster: Cluster, k8s: KubernetesSpec) -> list[ObjectFile]:
             )
         if cluster.spec.tenants:
             files.append(
-                ObjectFile("kubernetes/kai/queues.yaml", "gpu_workloads", obj.kai_queues(cluster, k8s), True)
+                ObjectFile("kubernetes/kai/queues.yaml", "gpu_workloads", obj.kai_queues(pods, k8s), True)
             )
     return [f for f in files if f.documents]
 

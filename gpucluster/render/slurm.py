@@ -8,7 +8,7 @@ from gpucluster import yamlout
 from gpucluster.accounts import desired_associations
 from gpucluster.cluster import TOPOLOGY_YAML_SINCE, Cluster
 from gpucluster.hostlists import compress
-from gpucluster.model import NodeType
+from gpucluster.model import NodeType, Owner
 from gpucluster.render.templating import header, render_template
 
 
@@ -20,15 +20,12 @@ class NodeLine:
 
 
 def topology_kind(cluster: Cluster) -> str | None:
-    """`tree`, `block` or None: the default topology Slurm should use."""
-    fabric = cluster.spec.fabric
-    if fabric.default != "auto":
-        return fabric.default
-    if fabric.blocks:
-        return "block"
-    if fabric.tree:
-        return "tree"
-    return None
+    """`tree`, `block` or None: the default topology Slurm should use for these hosts."""
+    present = {"block": bool(cluster.blocks), "tree": bool(cluster.switches)}
+    chosen = cluster.spec.fabric.default
+    if chosen != "auto" and present[chosen]:
+        return chosen
+    return next((kind for kind in ("block", "tree") if present[kind]), None)
 
 
 def uses_topology_yaml(cluster: Cluster) -> bool:
@@ -51,23 +48,28 @@ def node_lines(cluster: Cluster) -> list[NodeLine]:
 
 def _context(cluster: Cluster) -> dict[str, object]:
     slurm = cluster.spec.slurm
+    has_gpus = any(cluster.spec.node_types[t].gpus for t in cluster.hosts_by_type)
     return {
         "header": header(cluster.source),
         "cluster": cluster,
         "spec": cluster.spec,
         "slurm": slurm,
         "node_lines": node_lines(cluster),
-        "partitions": [(p, compress(cluster.partitions[p.name])) for p in cluster.spec.partitions],
+        "partitions": [
+            (p, compress(cluster.partitions[p.name]))
+            for p in cluster.spec.partitions
+            if p.name in cluster.partitions
+        ],
         "topology": topology_kind(cluster),
         "topology_yaml": uses_topology_yaml(cluster),
         "switches": [(s.name, compress(s.switches), compress(s.nodes)) for s in cluster.switches],
         "blocks": [(name, compress(hosts)) for name, hosts in sorted(cluster.blocks.items())],
         "block_sizes": block_sizes(cluster),
-        "has_gpus": any(t.gpus for t in cluster.spec.node_types.values()),
+        "has_gpus": has_gpus,
         "version": cluster.version,
         "task_plugin": ",".join(f"task/{name}" for name in slurm.task_plugins),
         "jobacct_gather": "cgroup" if slurm.proctrack == "cgroup" else "linux",
-        "gres_types": sorted({"gpu"} if any(t.gpus for t in cluster.spec.node_types.values()) else set()),
+        "gres_types": ["gpu"] if has_gpus else [],
     }
 
 
@@ -90,6 +92,10 @@ def render_accounts(cluster: Cluster) -> str:
 
 
 def render_slurm(cluster: Cluster) -> dict[str, str]:
+    """Bare-metal Slurm's files, naming only the hosts it owns; none when it owns no host."""
+    cluster = cluster.owned_by(Owner.SLURM)
+    if not cluster.hosts:
+        return {}
     context = _context(cluster)
     files = {
         "slurm/accounts.yaml": render_accounts(cluster),
