@@ -1,12 +1,14 @@
 """Validate custom resources the way the API server does with a CRD's structural schema:
 defaults applied, then openAPIV3Schema (types, required, enums, unknown fields) and the
 `x-kubernetes-validations` CEL rules (evaluated with cel-python; transition rules, which
-compare with `oldSelf`, only run on updates and are skipped here)."""
+compare with `oldSelf`, only run on updates and are skipped here).
+
+The schemas come from the repository's catalogue, schemas/<project>/<version>/ (made from the
+upstream release files by scripts/refresh_schemas.py; see schemas/README.md)."""
 
 from __future__ import annotations
 
 import copy
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cache
@@ -18,9 +20,10 @@ import jsonschema
 import yaml
 
 REPO = Path(__file__).resolve().parents[2]
-UPSTREAM = Path(os.environ.get("GPUCLUSTER_UPSTREAM", REPO.parent / "shared" / "upstream"))
+SCHEMAS = REPO / "schemas"
+LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when there: the catalogue is ~1 MB
 
-# CRD folders of the pinned versions (gpucluster/k8s/model.py Versions defaults).
+# CRD folders of the catalogue for the pinned versions (gpucluster/k8s/model.py Versions defaults).
 CRD_DIRS = [
     "kueue/0.19.2/crds",
     "kai-scheduler/v0.17.0/crds",
@@ -30,11 +33,13 @@ CRD_DIRS = [
 ]
 
 
-def upstream(relpath: str) -> Path:
-    path = UPSTREAM / relpath
+def catalogue(relpath: str) -> Path:
+    """A file or folder of the schema catalogue."""
+    path = SCHEMAS / relpath
     if not path.exists():
         raise FileNotFoundError(
-            f"{path} is missing: the upstream schemas live in ../shared/upstream (or set GPUCLUSTER_UPSTREAM)"
+            f"{path} is missing from the schema catalogue: add the version with "
+            "scripts/refresh_schemas.py (see schemas/README.md)"
         )
     return path
 
@@ -53,26 +58,17 @@ def crd_index() -> dict[tuple[str, str], CrdVersion]:
     """(apiVersion, kind) -> schema of every served version of every pinned CRD."""
     index: dict[tuple[str, str], CrdVersion] = {}
     for folder in CRD_DIRS:
-        for path in sorted(upstream(folder).glob("*.yaml")):
-            for doc in yaml.safe_load_all(path.read_text()):
-                if not doc or doc.get("kind") != "CustomResourceDefinition":
+        for path in sorted(catalogue(folder).glob("*.yaml")):
+            crd = yaml.load(path.read_text(), Loader=LOADER)
+            # The catalogue keeps served versions only.
+            for name, version in crd["versions"].items():
+                key = (f"{crd['group']}/{name}", crd["kind"])
+                # Two charts ship the same CRD (ComputeDomain): the DRA driver's is the one installed.
+                if key in index and "dra-driver" not in folder:
                     continue
-                spec = doc["spec"]
-                for version in spec["versions"]:
-                    if not version.get("served", True):
-                        continue
-                    api = f"{spec['group']}/{version['name']}"
-                    key = (api, spec["names"]["kind"])
-                    # Two charts ship the same CRD (ComputeDomain): the DRA driver's is the one installed.
-                    if key in index and "dra-driver" not in folder:
-                        continue
-                    index[key] = CrdVersion(
-                        spec["group"],
-                        spec["names"]["kind"],
-                        version["name"],
-                        spec["scope"],
-                        version["schema"]["openAPIV3Schema"],
-                    )
+                index[key] = CrdVersion(
+                    crd["group"], crd["kind"], name, crd["scope"], version["openAPIV3Schema"]
+                )
     return index
 
 

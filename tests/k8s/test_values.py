@@ -1,5 +1,6 @@
 """Every Helm values key gpucluster sets exists in the upstream chart's values.yaml of the pinned
-version (Helm ignores a misspelt key silently), with a compatible type."""
+version (Helm ignores a misspelt key silently), with a compatible type. The values.yaml files are
+the repository's schema catalogue copies (schemas/<project>/<version>/charts/<chart>/values.yaml)."""
 
 from __future__ import annotations
 
@@ -13,23 +14,24 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from gpucluster.cluster import load_cluster
 from gpucluster.k8s.mirror import IMAGE_KEYS
 from gpucluster.k8s.model import KubernetesSpec, Versions
 from gpucluster.k8s.render import ADDONS
+from gpucluster.layers import load_cluster
 from gpucluster.render import render_files
 from tests.k8s.conftest import INVENTORIES, k8s_inventories, rendered
-from tests.k8s.crd import upstream
+from tests.k8s.crd import catalogue
 
+# values.yaml of each release's chart in the schema catalogue (schemas/README.md), pinned versions.
 CHART_VALUES = {
-    "gpu-operator": "gpu-operator/v26.7.0/chart/values.yaml",
-    "dra-driver-nvidia-gpu": "dra-driver-nvidia-gpu/0.4.1/chart/values.yaml",
-    "kueue": "kueue/0.19.2/chart/values.yaml",
-    "kai-scheduler": "kai-scheduler/v0.17.0/chart/values.yaml",
-    "slurm-operator": "slinky/1.2.1/chart-slurm-operator/values.yaml",
-    "slurm": "slinky/1.2.1/chart-slurm/values.yaml",
+    "gpu-operator": "gpu-operator/v26.7.0/charts/gpu-operator/values.yaml",
+    "dra-driver-nvidia-gpu": "dra-driver-nvidia-gpu/0.4.1/charts/dra-driver-nvidia-gpu/values.yaml",
+    "kueue": "kueue/0.19.2/charts/kueue/values.yaml",
+    "kai-scheduler": "kai-scheduler/v0.17.0/charts/kai-scheduler/values.yaml",
+    "slurm-operator": "slinky/1.2.1/charts/slurm-operator/values.yaml",
+    "slurm": "slinky/1.2.1/charts/slurm/values.yaml",
 }
-# Releases whose chart values have no upstream copy in ../shared/upstream (docs/kubernetes.md).
+# Releases whose chart values are not in the schema catalogue (docs/kubernetes.md).
 UNVERIFIED = {"cert-manager", "network-operator", "soperator", "slurm-cluster", "nodesets"}
 # Charts without values of their own (CRDs only).
 NO_VALUES = {"slurm-operator-crds", "soperator-crds"}
@@ -56,7 +58,7 @@ SUBCHART_KEYS = {("gpu-operator", ("node-feature-discovery", "image", "repositor
 
 @cache
 def chart_values(release: str) -> dict[str, Any]:
-    data: dict[str, Any] = yaml.safe_load(upstream(CHART_VALUES[release]).read_text())
+    data: dict[str, Any] = yaml.safe_load(catalogue(CHART_VALUES[release]).read_text())
     return data
 
 
@@ -145,7 +147,8 @@ def _image_keys(tree: Any, path: tuple[str, ...] = ()) -> dict[tuple[str, ...], 
     return found
 
 
-# The packaged charts point at release registries where git has staging/local ones (upstream README).
+# The catalogue keeps values.yaml as in git at the tag; the packaged charts point at release registries
+# where git has staging/local ones (schemas/README.md).
 PUBLISHED_OVERRIDES = {"kueue", "kai-scheduler"}
 
 
@@ -198,8 +201,8 @@ def test_mirror_rewrites_every_image_and_chart() -> None:
 
 
 def test_soperator_variant(tmp_path: Path) -> None:
-    """Soperator instead of Slinky: same partitions and node groups, its own charts (no upstream
-    values copy here, so the structure is checked against the model instead)."""
+    """Soperator instead of Slinky: same partitions and node groups, its own charts (their values
+    are not in the schema catalogue, so the structure is checked against the model instead)."""
     target = tmp_path / "gke-prod"
     shutil.copytree(INVENTORIES / "gke-prod", target)
     path = target / "group_vars" / "all" / "cluster.yml"
