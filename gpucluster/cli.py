@@ -83,12 +83,30 @@ def plan(
         Path, typer.Argument(help="The inventory as deployed (e.g. a checkout of the last release).")
     ],
     new: Annotated[Path, typer.Argument(help="The inventory to apply.")],
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Changes and steps as JSON, for automation.")
+    ] = False,
 ) -> None:
-    """List what changed between two inventories and what applying it needs on a live cluster."""
+    """List what changed between two inventories and what applying it needs on a live cluster;
+    nodes that change scheduler get the ordered steps of their move."""
+    from gpucluster.moves import move_steps
     from gpucluster.plan import plan as plan_changes
     from gpucluster.plan import required_action
 
-    changes = plan_changes(_load(old), _load(new))
+    before, after = _load(old), _load(new)
+    changes = plan_changes(before, after)
+    steps = move_steps(before, after)
+    action = required_action(changes)
+    if as_json:
+        doc = {
+            "changes": [
+                {"path": c.path, "old": c.old, "new": c.new, "update": c.update.name.lower()} for c in changes
+            ],
+            "steps": [step.as_dict() for step in steps],
+            "overall": None if action is None else {"update": action.name.lower(), "means": action.value},
+        }
+        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+        return
     if not changes:
         out.print("no changes")
         return
@@ -97,7 +115,10 @@ def plan(
             f"{change.path}: {change.old or '-'} -> {change.new or '-'}  [{change.update.name.lower()}]",
             markup=False,
         )
-    action = required_action(changes)
+    if steps:
+        out.print("steps (nodes change scheduler; never two owners, quotas within capacity at every step):")
+        for number, step in enumerate(steps, 1):
+            out.print(f"  {number:2d}. [{step.scheduler}] {step.action}: {step.text}", markup=False)
     if action is not None:
         out.print(f"overall: {action.name.lower()}: {action.value}", markup=False)
 

@@ -16,6 +16,7 @@ from gpucluster.cluster import Cluster
 from gpucluster.errors import format_path
 from gpucluster.hostlists import compress
 from gpucluster.modelbase import Update
+from gpucluster.moves import moves
 
 # Least to most disruptive.
 SEVERITY = [
@@ -24,6 +25,7 @@ SEVERITY = [
     Update.ACCOUNTS,
     Update.RECONFIGURE,
     Update.RESTART,
+    Update.MOVE,
     Update.REBUILD,
 ]
 
@@ -46,7 +48,7 @@ def _policy(model: type[BaseModel], field: str, inherited: Update) -> Update:
 
 def _show(value: Any) -> str:
     if isinstance(value, BaseModel):
-        value = value.model_dump(exclude_defaults=True)
+        value = value.model_dump(mode="json", exclude_defaults=True)
     text = str(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
@@ -68,19 +70,24 @@ def _diff(old: Any, new: Any, parts: list[str | int], update: Update, out: list[
         for key in sorted(set(old) | set(new), key=str):
             _diff(old.get(key), new.get(key), [*parts, str(key)], update, out)
         return
-    if (
-        isinstance(old, list)
-        and isinstance(new, list)
-        and old
-        and new
-        and all(hasattr(item, "name") for item in [*old, *new])
-    ):
-        # Lists of named things (partitions, tenants, QOS) compare by name, not position.
-        olds, news = {i.name: i for i in old}, {i.name: i for i in new}
+    key = _list_key(old, new)
+    if key is not None:
+        # Lists of named things (partitions, tenants, QOS; node groups by group) compare by name.
+        olds, news = {getattr(i, key): i for i in old}, {getattr(i, key): i for i in new}
         for key in sorted(set(olds) | set(news)):
             _diff(olds.get(key), news.get(key), [*parts, key], update, out)
         return
     out.append(Change(format_path(parts), _show(old), _show(new), update))
+
+
+def _list_key(old: Any, new: Any) -> str | None:
+    if not (isinstance(old, list) and isinstance(new, list) and old and new):
+        return None
+    for key in ("name", "group"):
+        values = [getattr(item, key, None) for item in [*old, *new]]
+        if all(isinstance(v, str) for v in values) and len(set(values[: len(old)])) == len(old):
+            return key
+    return None
 
 
 def plan(old: Cluster, new: Cluster) -> list[Change]:
@@ -99,6 +106,10 @@ def plan(old: Cluster, new: Cluster) -> list[Change]:
                 Update.RESTART,
             )
         )
+    # Ownership is resolved per host: a regrouped inventory may move hosts without any one key
+    # saying so, and a move is what the operator must see first.
+    for move in moves(old, new):
+        changes.append(Change(f"hosts.{compress(move.hosts)}.owner", move.source, move.target, Update.MOVE))
     return changes
 
 

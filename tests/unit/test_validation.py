@@ -13,6 +13,7 @@ import yaml
 
 from gpucluster.errors import InventoryError
 from gpucluster.layers import load_cluster
+from gpucluster.modelbase import Owner
 from tests.conftest import SMALL_CLUSTER, SMALL_HOSTS, InventoryFactory, run_cli
 
 BASE = yaml.safe_load(textwrap.dedent(SMALL_CLUSTER))
@@ -47,7 +48,7 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
         "cluster.partitions[0].nodse",
         "unknown key",
     ),
-    ("missing", lambda c: c.pop("partitions"), "cluster.partitions", "required key is missing"),
+    ("missing", lambda c: c.pop("nodes"), "cluster.nodes", "required key is missing"),
     (
         "bad type",
         lambda c: c["node_types"]["h100"].update(sockets="two"),
@@ -178,19 +179,19 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
         "quota sum",
         lambda c: c["tenants"][0].update(gpu_quota=40, gpu_limit=40),
         "cluster.tenants",
-        "adds up to 72, more than the cluster's 64 GPUs",
+        "top-level tenants' quotas in slurm add up to 72, more than the 64 GPUs it owns",
     ),
     (
         "limit below quota",
         lambda c: c["tenants"][0].update(gpu_limit=16),
         "cluster.tenants[0].gpu_limit",
-        "below gpu_quota 32",
+        "limit 16 is below quota 32",
     ),
     (
         "limit above cluster",
         lambda c: c["tenants"][0].update(gpu_limit=65),
         "cluster.tenants[0].gpu_limit",
-        "exceeds the cluster's 64 GPUs",
+        "limit 65 exceeds the 64 GPUs owned by slurm",
     ),
     (
         "unknown user",
@@ -214,7 +215,7 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
         "child quota",
         lambda c: c["tenants"][1].update(parent="team-a", gpu_quota=40, gpu_limit=48),
         "cluster.tenants[0].gpu_quota",
-        "child tenants' gpu_quota adds up to 40",
+        "child tenants' quotas in slurm add up to 40, more than this tenant's 32",
     ),
     (
         "tenant name",
@@ -223,6 +224,119 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
         "should match pattern",
     ),
 ]
+
+
+def _two_owners(c: dict[str, Any]) -> None:
+    """rack1 (n01-n04) under bare-metal Slurm, rack2 (n05-n08) under Kubernetes."""
+    c["kubernetes"] = {"version": "1.34", "kueue": {"enabled": True}}
+    c["nodes"] = [
+        {"group": "rack1", "type": "h100", "owner": "slurm"},
+        {"group": "rack2", "type": "h100", "owner": "kubernetes"},
+    ]
+    c["partitions"][0]["nodes"] = ["rack1"]
+    c["tenants"][0].update(gpus={"slurm": {"quota": 16}, "kubernetes": {"quota": 16}})
+    c["tenants"][1].update(gpus={"slurm": {"quota": 16}})
+    for tenant in c["tenants"]:
+        tenant.pop("gpu_quota", None)
+        tenant.pop("gpu_limit", None)
+
+
+def _then(
+    first: Callable[[dict[str, Any]], None], then: Callable[[dict[str, Any]], None]
+) -> Callable[[dict[str, Any]], None]:
+    def both(c: dict[str, Any]) -> None:
+        first(c)
+        then(c)
+
+    return both
+
+
+OWNER_CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
+    (
+        "owner required with kubernetes",
+        lambda c: c.update(kubernetes={"version": "1.34"}),
+        "cluster.nodes[0].owner",
+        "required when the inventory has a `kubernetes:` or `cloud:` section",
+    ),
+    (
+        "owner slurm-on-kubernetes without kubernetes",
+        lambda c: c["nodes"][0].update(owner="slurm-on-kubernetes"),
+        "cluster.nodes[0].owner",
+        "`slurm-on-kubernetes` needs the `kubernetes:` section",
+    ),
+    (
+        "two owners",
+        _then(_two_owners, lambda c: c["nodes"].append({"group": "n05", "type": "h100", "owner": "slurm"})),
+        "cluster.nodes[2].group",
+        "host `n05` would have two owners: `kubernetes` from cluster.nodes[1] and `slurm`",
+    ),
+    (
+        "partition names a kubernetes host",
+        _then(_two_owners, lambda c: c["partitions"][0].update(nodes=["gpus"])),
+        "cluster.partitions[0].nodes[0]",
+        "host `n05` is owned by kubernetes; a Slurm partition may only name hosts owned by slurm or slurm-on-kubernetes",
+    ),
+    (
+        "partition mixes slurm and slurm on kubernetes",
+        _then(
+            _two_owners,
+            lambda c: (
+                c["nodes"][1].update(owner="slurm-on-kubernetes"),
+                c["partitions"][0].update(nodes=["gpus"]),
+            ),
+        ),
+        "cluster.partitions[0].nodes",
+        "the partition mixes bare-metal Slurm and Slurm on Kubernetes",
+    ),
+    (
+        "shorthand with two GPU owners",
+        _then(_two_owners, lambda c: c["tenants"][1].update(gpus={}, gpu_quota=8)),
+        "cluster.tenants[1].gpu_quota",
+        "GPUs here have several owners (slurm, kubernetes): give this tenant's numbers per scheduler in `gpus`",
+    ),
+    (
+        "shorthand and gpus together",
+        _then(_two_owners, lambda c: c["tenants"][0].update(gpu_quota=8)),
+        "cluster.tenants[0].gpus",
+        "either as gpu_quota/gpu_limit or as gpus, not both",
+    ),
+    (
+        "quota where the owner has no GPUs",
+        lambda c: c["tenants"][0].update(gpu_quota=None, gpu_limit=None, gpus={"kubernetes": {"quota": 8}}),
+        "cluster.tenants[0].gpus.kubernetes.quota",
+        "no GPU node is owned by kubernetes: a quota there can never be met",
+    ),
+    (
+        "kubernetes quotas exceed kubernetes GPUs",
+        _then(
+            _two_owners,
+            lambda c: c["tenants"][1].update(gpus={"slurm": {"quota": 8}, "kubernetes": {"quota": 24}}),
+        ),
+        "cluster.tenants",
+        "top-level tenants' quotas in kubernetes add up to 40, more than the 32 GPUs it owns",
+    ),
+    (
+        "slurm limit above slurm GPUs",
+        _then(_two_owners, lambda c: c["tenants"][1].update(gpus={"slurm": {"quota": 16, "limit": 40}})),
+        "cluster.tenants[1].gpus.slurm.limit",
+        "limit 40 exceeds the 32 GPUs owned by slurm",
+    ),
+]
+CASES += OWNER_CASES
+
+
+def test_owners_split_hosts_and_quotas(inventories: InventoryFactory) -> None:
+    cluster = load_cluster(write(inventories, _two_owners))
+    assert cluster.hosts_owned_by(Owner.SLURM) == [f"n{i:02d}" for i in range(1, 5)]
+    slurm = cluster.owned_by(Owner.SLURM)
+    assert slurm.total_gpus == 32 and slurm.quota("team-a").quota == 16 and slurm.quota("team-b").quota == 16
+    pods = cluster.owned_by(Owner.KUBERNETES)
+    assert pods.hosts == [f"n{i:02d}" for i in range(5, 9)]
+    assert pods.quota("team-a").quota == 16 and pods.quota("team-b").quota == 0
+    # The switch tree is pruned to each owner's hosts: no switch without hosts below it.
+    assert [s.name for s in slurm.switches] == ["leaf1", "top"]
+    assert next(s for s in slurm.switches if s.name == "top").switches == ("leaf1",)
+    assert pods.partitions == {}
 
 
 @pytest.mark.parametrize(("mutate", "path", "message"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])

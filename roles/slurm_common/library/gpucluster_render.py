@@ -48,8 +48,12 @@ dbd_hosts:
   type: list
   returned: always
 compute_nodes:
-  description: slurmd hosts (every node of cluster.nodes).
+  description: slurmd hosts (the nodes bare-metal Slurm owns).
   type: list
+  returned: always
+leave_reasons:
+  description: Host -> drain reason, for every inventory host that another scheduler owns.
+  type: dict
   returned: always
 cluster_name:
   description: Slurm ClusterName.
@@ -64,13 +68,20 @@ from ansible.module_utils.basic import AnsibleModule
 
 
 def classify(cluster: Any) -> dict[str, Any]:
-    """Host roles straight from the model, so inventories need no Slurm-specific groups."""
+    """Host roles straight from the model, so inventories need no Slurm-specific groups. Only
+    hosts bare-metal Slurm owns run slurmd; with none, there is no bare-metal Slurm to install."""
+    from gpucluster.modelbase import Owner
+    from gpucluster.moves import MOVE_REASON
+
     slurm = cluster.spec.slurm
+    nodes = cluster.hosts_owned_by(Owner.SLURM)
+    others = {h: o for h, o in cluster.owner_of.items() if o != Owner.SLURM}
     return {
         "cluster_name": cluster.spec.name,
-        "controllers": list(slurm.controller),
-        "dbd_hosts": [slurm.accounting.host] if slurm.accounting else [],
-        "compute_nodes": list(cluster.hosts),
+        "controllers": list(slurm.controller) if nodes else [],
+        "dbd_hosts": [slurm.accounting.host] if slurm.accounting and nodes else [],
+        "compute_nodes": nodes,
+        "leave_reasons": {h: MOVE_REASON.format(target=o) for h, o in sorted(others.items())},
     }
 
 
@@ -86,8 +97,8 @@ def main() -> None:
     if module.params["gpucluster_path"]:
         sys.path.insert(0, module.params["gpucluster_path"])
     try:
-        from gpucluster.layers import load_cluster
         from gpucluster.errors import InventoryError
+        from gpucluster.layers import load_cluster
         from gpucluster.render import render_files, write_tree
     except ImportError as exc:
         module.fail_json(msg=f"gpucluster is not importable ({exc}); set slurm_common_gpucluster_path")

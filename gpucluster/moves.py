@@ -1,0 +1,203 @@
+"""Moving nodes between schedulers (day 2): the ordered steps, and the state they pass through.
+
+A move never lets two schedulers hold a node and never leaves a scheduler promising tenants more
+GPUs than it can place at that moment. So: first every scheduler involved lowers its quotas to
+what both the old and the new inventory allow; then each moving node stops taking work in its old
+scheduler, empties (jobs finish, pods are evicted with their PodDisruptionBudgets), is released,
+and only then is claimed by the new one; last, the quotas rise to the new numbers.
+
+`replay` applies the steps to a model of what each scheduler holds, so the order can be checked
+(tests do) rather than trusted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from gpucluster.cluster import Cluster
+from gpucluster.hostlists import compress
+from gpucluster.model import GpuQuota
+from gpucluster.modelbase import Owner
+
+# Slurm releases before this one learn a changed node list only by restarting the daemons.
+RECONFIGURE_NODES_SINCE = (24, 11)
+OWNER_LABEL = "gpucluster.io/owner"
+MOVE_REASON = "gpucluster: moving to {target}"
+
+
+class Action(StrEnum):
+    LOWER_QUOTAS = "lower-quotas"
+    STOP_PLACING = "stop-placing"  # no new work: drain (Slurm) / cordon (Kubernetes)
+    WAIT_EMPTY = "wait-empty"  # running work ends on its own, or is evicted politely
+    RELEASE = "release"  # the scheduler forgets the node
+    CLAIM = "claim"  # the new scheduler takes it
+    RAISE_QUOTAS = "raise-quotas"
+
+
+@dataclass(frozen=True)
+class Move:
+    hosts: tuple[str, ...]
+    source: Owner
+    target: Owner
+
+
+@dataclass(frozen=True)
+class Step:
+    scheduler: Owner
+    action: Action
+    hosts: tuple[str, ...] = ()
+    quotas: dict[str, GpuQuota] = field(default_factory=dict)  # tenant -> numbers in force after
+    text: str = ""
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "scheduler": self.scheduler.value,
+            "action": self.action.value,
+            "hosts": list(self.hosts),
+            "quotas": {t: {"quota": q.quota, "limit": q.effective_limit} for t, q in self.quotas.items()},
+            "text": self.text,
+        }
+
+
+def moves(old: Cluster, new: Cluster) -> list[Move]:
+    """Hosts of both inventories whose owner differs, grouped by (old owner, new owner)."""
+    grouped: dict[tuple[Owner, Owner], list[str]] = {}
+    for host in new.hosts:
+        before, after = old.owner_of.get(host), new.owner_of.get(host)
+        if before is not None and after is not None and before != after:
+            grouped.setdefault((before, after), []).append(host)
+    return [Move(tuple(hosts), source, target) for (source, target), hosts in sorted(grouped.items())]
+
+
+def _quotas(cluster: Cluster, owner: Owner) -> dict[str, GpuQuota]:
+    return {name: gpus[owner] for name, gpus in sorted(cluster.tenant_gpus.items()) if owner in gpus}
+
+
+def _lowered(old: dict[str, GpuQuota], new: dict[str, GpuQuota]) -> dict[str, GpuQuota]:
+    """Per tenant, what both inventories allow (a tenant absent from one gets nothing)."""
+    out = {}
+    for name in sorted(set(old) | set(new)):
+        a, b = old.get(name, GpuQuota()), new.get(name, GpuQuota())
+        out[name] = GpuQuota(quota=min(a.quota, b.quota), limit=min(a.effective_limit, b.effective_limit))
+    return out
+
+
+def _quota_text(owner: Owner, quotas: dict[str, GpuQuota], lower: bool) -> str:
+    numbers = ", ".join(f"{t} {q.quota}/{q.effective_limit}" for t, q in quotas.items()) or "none"
+    verb = "lower" if lower else "raise"
+    if owner == Owner.SLURM:
+        how = "sacctmgr GrpTRES=gres/gpu (playbooks/slurm.yml, slurm_accounts role)"
+    elif owner == Owner.KUBERNETES:
+        how = "Kueue ClusterQueues and KAI queues (playbooks/kubernetes.yml, gpu_workloads role)"
+    else:
+        how = "the Slurm-on-Kubernetes accounts (playbooks/kubernetes.yml)"
+    return f"{verb} {owner} quotas to (quota/limit GPUs) {numbers}: {how}"
+
+
+def _leave_texts(move: Move, new: Cluster) -> list[tuple[Action, str]]:
+    hosts = compress(move.hosts)
+    reason = MOVE_REASON.format(target=move.target)
+    if move.source == Owner.SLURM:
+        apply = (
+            "scontrol reconfigure"
+            if new.version >= RECONFIGURE_NODES_SINCE
+            else f"restart slurmctld and slurmd (Slurm {new.spec.slurm.version} learns node lists only on restart; running jobs survive)"
+        )
+        return [
+            (Action.STOP_PLACING, f'scontrol update nodename={hosts} state=drain reason="{reason}"'),
+            (
+                Action.WAIT_EMPTY,
+                f"wait until `squeue --nodelist={hosts}` is empty (running jobs finish, none is killed; "
+                "past the deadline, report what still runs and stop)",
+            ),
+            (Action.RELEASE, f"render slurm.conf without {hosts}, stop slurmd there, {apply}"),
+        ]
+    if move.source == Owner.KUBERNETES:
+        return [
+            (Action.STOP_PLACING, f"kubectl cordon {hosts}"),
+            (
+                Action.WAIT_EMPTY,
+                f"kubectl drain {hosts} --ignore-daemonsets --delete-emptydir-data (evictions respect "
+                "PodDisruptionBudgets; past the deadline, report what still runs and stop)",
+            ),
+            (
+                Action.RELEASE,
+                f"kubectl label node {hosts} {OWNER_LABEL}- (Kueue flavors and KAI no longer select them)",
+            ),
+        ]
+    return [
+        (
+            Action.STOP_PLACING,
+            f"kubectl cordon {hosts}; scale their NodeSet down (Slinky drains the Slurm nodes)",
+        ),
+        (Action.WAIT_EMPTY, f"wait until the slurmd pods on {hosts} are gone (their Slurm jobs finished)"),
+        (Action.RELEASE, f"kubectl label node {hosts} {OWNER_LABEL}-; remove the {OWNER_LABEL} taint"),
+    ]
+
+
+def _claim_text(move: Move) -> str:
+    hosts = compress(move.hosts)
+    if move.target == Owner.SLURM:
+        extra = (
+            "; remove them from Kubernetes first (kubectl delete node, kubelet stopped)"
+            if move.source != Owner.SLURM
+            else ""
+        )
+        return f"playbooks/slurm.yml: slurm.conf with {hosts}, slurmd started; the nodes come up idle{extra}"
+    if move.target == Owner.KUBERNETES:
+        return (
+            f"apply kubernetes/nodes.yaml ({OWNER_LABEL}=kubernetes and fabric labels on {hosts}), "
+            f"then kubectl uncordon {hosts}"
+        )
+    return (
+        f"apply kubernetes/nodes.yaml ({OWNER_LABEL}=slurm-on-kubernetes, NodeSet label and taint on {hosts}), "
+        f"kubectl uncordon {hosts}, NodeSet replicas up (helm values)"
+    )
+
+
+def move_steps(old: Cluster, new: Cluster) -> list[Step]:
+    """The ordered steps that carry the fleet from `old` to `new` ownership; [] when nothing moves."""
+    found = moves(old, new)
+    if not found:
+        return []
+    involved = [o for o in Owner if any(o in (m.source, m.target) for m in found)]
+    steps = []
+    for owner in involved:
+        lowered = _lowered(_quotas(old, owner), _quotas(new, owner))
+        steps.append(Step(owner, Action.LOWER_QUOTAS, quotas=lowered, text=_quota_text(owner, lowered, True)))
+    for move in found:
+        for action, text in _leave_texts(move, new):
+            steps.append(Step(move.source, action, move.hosts, text=text))
+        steps.append(Step(move.target, Action.CLAIM, move.hosts, text=_claim_text(move)))
+    for owner in involved:
+        target = {name: numbers for name, numbers in _quotas(new, owner).items()}
+        steps.append(Step(owner, Action.RAISE_QUOTAS, quotas=target, text=_quota_text(owner, target, False)))
+    return steps
+
+
+@dataclass
+class FleetState:
+    """What each scheduler holds while the steps run."""
+
+    held: dict[Owner, set[str]]  # hosts the scheduler considers its own
+    placing: dict[Owner, set[str]]  # hosts it may start new work on
+    quotas: dict[Owner, dict[str, GpuQuota]]
+
+
+def initial_state(cluster: Cluster) -> FleetState:
+    held = {o: set(cluster.hosts_owned_by(o)) for o in Owner}
+    return FleetState(held, {o: set(h) for o, h in held.items()}, {o: _quotas(cluster, o) for o in Owner})
+
+
+def replay(state: FleetState, step: Step) -> None:
+    if step.action in (Action.LOWER_QUOTAS, Action.RAISE_QUOTAS):
+        state.quotas[step.scheduler] = dict(step.quotas)
+    elif step.action == Action.STOP_PLACING:
+        state.placing[step.scheduler] -= set(step.hosts)
+    elif step.action == Action.RELEASE:
+        state.held[step.scheduler] -= set(step.hosts)
+        state.placing[step.scheduler] -= set(step.hosts)
+    elif step.action == Action.CLAIM:
+        state.held[step.scheduler] |= set(step.hosts)
+        state.placing[step.scheduler] |= set(step.hosts)

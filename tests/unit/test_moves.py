@@ -1,0 +1,147 @@
+"""Moving nodes between schedulers: the steps `gpucluster plan` prints, replayed one by one. At no
+step does a node have two schedulers, and at no step does a scheduler promise more GPUs than it
+can place at that moment."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gpucluster.cluster import Cluster
+from gpucluster.layers import load_cluster
+from gpucluster.modelbase import Owner
+from gpucluster.moves import Action, Step, initial_state, move_steps, replay
+from tests.conftest import InventoryFactory, run_cli
+from tests.fleet import gpu04_to_kubernetes
+
+
+def lab_pair(inventories: InventoryFactory) -> tuple[Path, Path]:
+    old = inventories.copy_example("lab", name="old")
+    new = inventories.copy_example("lab", name="new")
+    cluster_file = new / "group_vars" / "all" / "cluster.yml"
+    cluster_file.write_text(gpu04_to_kubernetes(cluster_file.read_text()))
+    return old, new
+
+
+def check_walk(old: Cluster, new: Cluster, steps: list[Step]) -> None:
+    """Replay the steps; assert the invariants after each, and that they end in `new`."""
+    state = initial_state(old)
+    gpus = {h: old.gpus_of([h]) for h in old.hosts}
+    for number, step in enumerate(steps, 1):
+        replay(state, step)
+        where = f"after step {number} ({step.scheduler} {step.action})"
+        for host in gpus:
+            holders = [o for o in Owner if host in state.held[o]]
+            assert len(holders) <= 1, f"{where}: {host} is held by {holders}"
+        for owner in Owner:
+            capacity = sum(gpus[h] for h in state.placing[owner])
+            quotas = state.quotas[owner]
+            top = sum(q.quota for t, q in quotas.items() if new.tenants_by_name[t].parent is None)
+            assert top <= capacity, f"{where}: {owner} guarantees {top} GPUs but can place {capacity}"
+            for tenant, numbers in quotas.items():
+                assert numbers.effective_limit <= capacity, f"{where}: {owner} limit of {tenant} > {capacity}"
+    for owner in Owner:
+        assert state.held[owner] == set(new.hosts_owned_by(owner)), owner
+        assert state.quotas[owner] == {t: g[owner] for t, g in new.tenant_gpus.items() if owner in g}, owner
+
+
+def test_slurm_to_kubernetes_steps_keep_one_owner_and_quotas_within_capacity(
+    inventories: InventoryFactory,
+) -> None:
+    old_dir, new_dir = lab_pair(inventories)
+    old, new = load_cluster(old_dir), load_cluster(new_dir)
+    steps = move_steps(old, new)
+    check_walk(old, new, steps)
+    actions = [(s.scheduler, s.action) for s in steps]
+    # Quotas come down first and go up last; the node is emptied in Slurm before Kubernetes claims it.
+    assert actions == [
+        (Owner.SLURM, Action.LOWER_QUOTAS),
+        (Owner.KUBERNETES, Action.LOWER_QUOTAS),
+        (Owner.SLURM, Action.STOP_PLACING),
+        (Owner.SLURM, Action.WAIT_EMPTY),
+        (Owner.SLURM, Action.RELEASE),
+        (Owner.KUBERNETES, Action.CLAIM),
+        (Owner.SLURM, Action.RAISE_QUOTAS),
+        (Owner.KUBERNETES, Action.RAISE_QUOTAS),
+    ]
+    assert steps[2].hosts == ("gpu04",)
+    assert (
+        'scontrol update nodename=gpu04 state=drain reason="gpucluster: moving to kubernetes"'
+        in steps[2].text
+    )
+    # Slurm 22.05 learns a node list only on restart.
+    assert "restart slurmctld and slurmd" in steps[4].text
+
+
+def test_kubernetes_to_slurm_lowers_quotas_then_cordons_and_evicts(inventories: InventoryFactory) -> None:
+    new_dir, old_dir = lab_pair(inventories)
+    old, new = load_cluster(old_dir), load_cluster(new_dir)
+    steps = move_steps(old, new)
+    check_walk(old, new, steps)
+    kubernetes = [s for s in steps if s.scheduler == Owner.KUBERNETES]
+    assert [s.action for s in kubernetes] == [
+        Action.LOWER_QUOTAS,
+        Action.STOP_PLACING,
+        Action.WAIT_EMPTY,
+        Action.RELEASE,
+        Action.RAISE_QUOTAS,
+    ]
+    assert kubernetes[0].quotas["research"].quota == 0  # lowered before the node leaves
+    assert "kubectl cordon gpu04" in kubernetes[1].text
+    assert "PodDisruptionBudgets" in kubernetes[2].text
+
+
+def test_the_walk_check_catches_a_claim_before_the_release(inventories: InventoryFactory) -> None:
+    old_dir, new_dir = lab_pair(inventories)
+    old, new = load_cluster(old_dir), load_cluster(new_dir)
+    steps = move_steps(old, new)
+    claim = next(i for i, s in enumerate(steps) if s.action == Action.CLAIM)
+    release = next(i for i, s in enumerate(steps) if s.action == Action.RELEASE)
+    swapped = list(steps)
+    swapped[claim], swapped[release] = swapped[release], swapped[claim]
+    with pytest.raises(AssertionError, match="gpu04 is held by"):
+        check_walk(old, new, swapped)
+    # Raising Kubernetes quotas before it holds the node over-promises.
+    early = [steps[-1], *steps[:-1]]
+    with pytest.raises(AssertionError, match="kubernetes guarantees 8 GPUs but can place 0"):
+        check_walk(old, new, early)
+
+
+def test_example_moves_between_units(inventories: InventoryFactory) -> None:
+    """superpod: SU3 goes from Slurm to Kubernetes, with tenants' numbers following."""
+    old_dir = inventories.copy_example("superpod", name="before")
+    new_dir = inventories.copy_example("superpod", name="after")
+    path = new_dir / "group_vars" / "all" / "cluster.yml"
+    text = path.read_text()
+    for a, b in {
+        "{group: dgx_su3, type: dgx-h100, owner: slurm}": "{group: dgx_su3, type: dgx-h100, owner: kubernetes}",
+        "nodes: [dgx_su1, dgx_su2, dgx_su3], default: true": "nodes: [dgx_su1, dgx_su2], default: true",
+        "{name: interactive, nodes: [dgx_su3]": "{name: interactive, nodes: [dgx_su2]",
+        "slurm: {quota: 384, limit: 640}": "slurm: {quota: 256, limit: 512}",
+        "kubernetes: {quota: 64, limit: 128}": "kubernetes: {quota: 192, limit: 256}",
+        "gpus: {slurm: {quota: 256, limit: 512}}": "gpus: {slurm: {quota: 192, limit: 512}}",
+    }.items():
+        assert a in text, a
+        text = text.replace(a, b)
+    path.write_text(text)
+    old, new = load_cluster(old_dir), load_cluster(new_dir)
+    steps = move_steps(old, new)
+    assert {s.hosts for s in steps if s.action == Action.CLAIM} == {
+        tuple(f"dgx{i:03d}" for i in range(65, 97))
+    }
+    check_walk(old, new, steps)
+
+
+def test_plan_prints_the_steps_and_json(inventories: InventoryFactory) -> None:
+    old_dir, new_dir = lab_pair(inventories)
+    proc = run_cli("plan", str(old_dir), str(new_dir))
+    assert proc.returncode == 0, proc.stderr
+    assert "hosts.gpu04.owner: slurm -> kubernetes  [move]" in proc.stdout
+    assert "   3. [slurm] stop-placing: scontrol update nodename=gpu04 state=drain" in proc.stdout
+    assert "overall: move:" in proc.stdout
+    doc = json.loads(run_cli("plan", "--json", str(old_dir), str(new_dir)).stdout)
+    assert doc["overall"]["update"] == "move"
+    assert [s["action"] for s in doc["steps"]][2:6] == ["stop-placing", "wait-empty", "release", "claim"]
+    assert doc["steps"][5] == {**doc["steps"][5], "scheduler": "kubernetes", "hosts": ["gpu04"]}
