@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
 from gpucluster.cluster import Cluster
+from gpucluster.console import err, out
 from gpucluster.errors import InventoryError
 from gpucluster.layers import load_cluster
 
@@ -20,9 +20,6 @@ app = typer.Typer(
     no_args_is_help=True,
     help="Declarative GPU clusters: Slurm and Kubernetes from one inventory.",
 )
-# soft_wrap: long lines (paths, hostlists) stay whole for grep and for logs.
-out = Console(soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)
 
 InventoryArg = Annotated[
     Path, typer.Argument(help="Inventory directory (hosts.yml + group_vars/all/cluster.yml).")
@@ -56,7 +53,7 @@ def show(
     if as_json:
         sys.stdout.write(json.dumps(fleet(cluster), indent=2) + "\n")
         return
-    show_cluster(cluster, out)
+    show_cluster(cluster, out.console)
 
 
 @app.command()

@@ -22,7 +22,6 @@ from gpucluster.errors import InventoryError, Problem
 from gpucluster.inventory import load_inventory
 from gpucluster.model import CLOUD_SECTION, KUBERNETES_SECTION, ClusterFile, ClusterSpec
 from gpucluster.modelbase import Update, spec
-from gpucluster.render.slurm import render_slurm
 
 Renderer = Callable[[Cluster], dict[str, str]]
 Check = Callable[[Cluster], list[Problem]]
@@ -61,7 +60,7 @@ LAYERS = (
 )
 
 # Renderers of the core model; each owns a top-level folder of the output tree.
-CORE_RENDERERS: dict[str, Renderer] = {"slurm": render_slurm}
+CORE_RENDERERS: dict[str, str] = {"slurm": "gpucluster.render.slurm:render_slurm"}
 
 
 def _load(ref: str) -> Any:
@@ -111,7 +110,7 @@ def layers_of(cluster: Cluster) -> list[Layer]:
 
 def renderers(cluster: Cluster) -> dict[str, Renderer]:
     """Output folder -> renderer, for the core and the layers this cluster uses."""
-    found = dict(CORE_RENDERERS)
+    found = {folder: _load(ref) for folder, ref in CORE_RENDERERS.items()}
     for layer in layers_of(cluster):
         found.update({folder: _load(ref) for folder, ref in layer.renderers.items()})
     return found

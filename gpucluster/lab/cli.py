@@ -4,20 +4,18 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
-from gpucluster.lab import lab
+from gpucluster.console import err, out
 from gpucluster.lab.paths import DEFAULT_INVENTORY, podman_env
 from gpucluster.lab.shell import LabError
 from gpucluster.tools import ToolMissing
 
 lab_app = typer.Typer(no_args_is_help=True)
-out = Console(soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)
 
 
 def _fail(exc: LabError | ToolMissing) -> typer.Exit:
@@ -25,7 +23,7 @@ def _fail(exc: LabError | ToolMissing) -> typer.Exit:
     return typer.Exit(1)
 
 
-def _progress(started: float) -> lab.Progress:
+def _progress(started: float) -> Callable[[str], None]:
     def show(message: str) -> None:
         out.print(f"[dim]{time.monotonic() - started:6.1f}s[/dim] {message}", highlight=False)
 
@@ -40,6 +38,8 @@ def up(
     """Build (or reuse) the lab: image, network, containers, playbooks/slurm.yml, smoke jobs."""
     started = time.monotonic()
     progress = _progress(started)
+    from gpucluster.lab import lab
+
     try:
         result = lab.up(inventory, progress, rebuild_image=rebuild_image)
         progress(f"playbook: done in {result.seconds:.1f}s, changed={result.total_changed}")
@@ -93,6 +93,8 @@ def run(
     if not command:
         err.print("lab run: give a command after --")
         raise typer.Exit(2)
+    from gpucluster.lab import lab
+
     try:
         container = lab.controller_container()
     except LabError as exc:
@@ -117,6 +119,8 @@ def down(
     image: Annotated[bool, typer.Option("--image", help="Also remove the cached lab image.")] = False,
 ) -> None:
     """Remove everything the lab created (containers, namespaces, veths, bridge, state), nothing else."""
+    from gpucluster.lab import lab
+
     try:
         lab.down(_progress(time.monotonic()), remove_image=image)
     except LabError as exc:
