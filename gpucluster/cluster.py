@@ -587,6 +587,11 @@ class _Checker:
                     )
                 if tenant.parent is None:
                     top_quota += numbers.quota
+                elif tenant.parent in by_name and owner not in cluster.tenant_gpus.get(tenant.parent, {}):
+                    self.fail(
+                        key(tenant, owner, "quota"),
+                        f"parent tenant `{tenant.parent}` has no GPUs in {owner}: give it numbers there that cover its children",
+                    )
                 kids = children.get(name, [])
                 child_quota = sum(cluster.tenant_gpus.get(k.name, {}).get(owner, NO_GPUS).quota for k in kids)
                 if kids and child_quota > numbers.quota:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from gpucluster.errors import Problem, format_path
 from gpucluster.k8s.model import KubernetesSpec, kubernetes_of
 from gpucluster.k8s.names import ADDON_NAMESPACES, topology_levels
+from gpucluster.modelbase import Owner
 
 if TYPE_CHECKING:  # the cluster module calls check_kubernetes; keep this import type-only
     from gpucluster.cluster import Cluster
@@ -22,6 +23,7 @@ MIN_KUBE_DRA = (1, 34)  # resource.k8s.io/v1 (DeviceClass, ResourceClaimTemplate
 MIN_KUBE_CHARTS = (1, 29)  # kubeVersion of the Kueue and Slinky charts
 COMPUTE_DOMAIN_MIN_DRIVER = (570, 158, 1)
 MAX_TOPOLOGY_LEVELS = 16  # Kueue Topology.spec.levels maxItems
+SLURM_AUTODETECT_NVIDIA = (24, 11)  # gres.conf AutoDetect=nvidia, which Slinky's slurmd pods use
 
 
 def _version(text: str) -> tuple[int, ...] | None:
@@ -51,6 +53,7 @@ class _KubernetesChecker:
         self.check_driver()
         self.check_compute_domains()
         self.check_slurm()
+        self.check_owners()
         self.check_names()
         self.check_topology()
         return self.problems
@@ -159,6 +162,48 @@ class _KubernetesChecker:
             )
         if slurm.namespace in ADDON_NAMESPACES.values():
             self.fail(["slurm", "namespace"], f"namespace `{slurm.namespace}` belongs to an add-on")
+
+    def check_owners(self) -> None:
+        """Every scheduler the section installs has nodes to schedule, and every node owned on the
+        Kubernetes side has its scheduler."""
+        cluster, k8s = self.cluster, self.k8s
+        if len(cluster.owner_of) < len(cluster.node_type_of):
+            return  # some nodes have no owner: the core checks said so, guessing here would only add noise
+        pod_gpus = cluster.gpus_of(cluster.hosts_owned_by(Owner.KUBERNETES))
+        for key, name, enabled in (("kueue", "Kueue", k8s.kueue.enabled), ("kai", "KAI", k8s.kai.enabled)):
+            if enabled and not pod_gpus:
+                self.fail(
+                    [key, "enabled"],
+                    f"{name} is enabled but no GPU node is owned by kubernetes (cluster.nodes[].owner): "
+                    "its queues would admit work to nodes it does not own; disable it or give it nodes",
+                )
+        slurm_pod_hosts = cluster.hosts_owned_by(Owner.SLURM_ON_KUBERNETES)
+        slurm = k8s.slurm
+        if slurm is not None and not slurm_pod_hosts:
+            self.fail(
+                ["slurm"],
+                f"Slurm on Kubernetes ({slurm.operator}) is configured but no node is owned by "
+                "slurm-on-kubernetes (cluster.nodes[].owner): its NodeSets would select no node",
+            )
+        if slurm is None:
+            for index, entry in enumerate(cluster.spec.nodes):
+                if entry.owner == Owner.SLURM_ON_KUBERNETES:
+                    self.fail_outside(
+                        ["nodes", index, "owner"],
+                        "slurm-on-kubernetes nodes run only Slurm's slurmd pods, but kubernetes.slurm "
+                        "(Slinky or Soperator) is not configured",
+                    )
+        if (
+            slurm is not None
+            and slurm.operator == "slinky"
+            and cluster.gpus_of(slurm_pod_hosts)
+            and cluster.version < SLURM_AUTODETECT_NVIDIA
+        ):
+            self.fail_outside(
+                ["slurm", "version"],
+                f"Slinky's slurmd pods find their GPUs with gres.conf AutoDetect=nvidia, which needs "
+                f"Slurm >= 24.11 (this inventory targets {cluster.spec.slurm.version})",
+            )
 
     def check_names(self) -> None:
         """Node types and tenants become Kubernetes object names and namespaces."""

@@ -16,6 +16,25 @@ HOSTNAME_LABEL = "kubernetes.io/hostname"
 SLINKY_TOPOLOGY_ANNOTATION = "topology.slinky.slurm.net/spec"
 GPU_RESOURCE = "nvidia.com/gpu"
 GPU_TAINT_KEY = "nvidia.com/gpu"
+# The one scheduler of a Kubernetes node (`kubernetes` or `slurm-on-kubernetes`): a label on every
+# node, and a taint of the same key on Slurm-on-Kubernetes nodes that only NodeSet pods and the
+# node daemons tolerate.
+OWNER_LABEL = f"{LABEL_PREFIX}/owner"
+OWNER_TAINT_KEY = OWNER_LABEL
+# NoExecute rather than NoSchedule. NoSchedule only steers the scheduler: a pod already running
+# when a node is handed over to Slurm on Kubernetes (a drain that left something behind, another
+# add-on's DaemonSet) keeps running next to slurmd, and the kubelet still admits a pod bound with
+# spec.nodeName. NoExecute closes both: the taint manager evicts what does not tolerate it and the
+# kubelet refuses such pods, so at every moment the node runs only NodeSet pods and the node daemons
+# that tolerate it (GPU Operator, NFD worker, DRA driver, Network Operator). That eviction ignores
+# PodDisruptionBudgets, which is why the taint goes on as the last step of a hand-over, after the
+# drain (tenant pods are gone by then). Slinky's documentation also taints its nodes NoExecute.
+OWNER_TAINT_EFFECT = "NoExecute"
+# KAI's node-pool label (`global.nodePoolLabelKey`; the operator's default since v0.10, set
+# explicitly in the chart values). Its default SchedulingShard serves the nodes WITHOUT the label,
+# so a node labelled with a value no shard serves is invisible to every KAI scheduler.
+KAI_NODE_POOL_LABEL = "kai.scheduler/node-pool"
+KAI_UNSERVED_POOL = "slurm-on-kubernetes"
 MANAGED_BY = {"app.kubernetes.io/managed-by": "gpucluster"}
 
 # Names of switch tiers counted from the leaf up; deeper trees number the rest.

@@ -1,7 +1,9 @@
 """Kubernetes objects that make the inventory true on a cluster: node labels, topologies, Kueue
 flavors and queues, KAI queues, tenant namespaces, DRA examples, ComputeDomains, NicClusterPolicy.
 
-Everything is plain data built in Python; render.py dumps it as YAML.
+Everything is plain data built in Python; render.py dumps it as YAML. Functions about Kueue, KAI,
+tenants and DRA take the view of the Kubernetes-owned hosts (owners.pods_view): they never see a
+host another scheduler owns, nor another scheduler's tenant numbers.
 """
 
 from __future__ import annotations
@@ -16,16 +18,26 @@ from gpucluster.k8s.model import KubernetesSpec
 from gpucluster.k8s.names import (
     GPU_RESOURCE,
     GPU_TAINT_KEY,
+    KAI_NODE_POOL_LABEL,
+    KAI_UNSERVED_POOL,
     MANAGED_BY,
     NODE_TYPE_LABEL,
     NODESET_LABEL,
+    OWNER_LABEL,
     SLINKY_TOPOLOGY_ANNOTATION,
     host_labels,
     k8s_name,
     nodeset_groups,
     topology_levels,
 )
-from gpucluster.model import Tenant
+from gpucluster.k8s.owners import (
+    kubernetes_hosts,
+    owner_taint,
+    owner_toleration,
+    scheduler_tenants,
+    slurm_pods_view,
+)
+from gpucluster.model import Owner, Tenant
 
 Obj = dict[str, Any]
 
@@ -65,14 +77,17 @@ def namespace_of(tenant: Tenant) -> str:
     return tenant.namespace or tenant.name
 
 
-def leaf_tenants(cluster: Cluster) -> list[Tenant]:
-    parents = {t.parent for t in cluster.spec.tenants if t.parent}
-    return sorted((t for t in cluster.spec.tenants if t.name not in parents), key=lambda t: t.name)
+def leaf_tenants(view: Cluster) -> list[Tenant]:
+    """Tenants of the view's scheduler with no child there: each gets a queue and a namespace."""
+    tenants = scheduler_tenants(view)
+    parents = {t.parent for t in tenants if t.parent}
+    return sorted((t for t in tenants if t.name not in parents), key=lambda t: t.name)
 
 
-def parent_tenants(cluster: Cluster) -> list[Tenant]:
-    parents = {t.parent for t in cluster.spec.tenants if t.parent}
-    return sorted((t for t in cluster.spec.tenants if t.name in parents), key=lambda t: t.name)
+def parent_tenants(view: Cluster) -> list[Tenant]:
+    tenants = scheduler_tenants(view)
+    parents = {t.parent for t in tenants if t.parent}
+    return sorted((t for t in tenants if t.name in parents), key=lambda t: t.name)
 
 
 def gpu_node_types(cluster: Cluster) -> list[str]:
@@ -93,26 +108,42 @@ def slinky_topology_spec(cluster: Cluster, host: str) -> str | None:
 
 
 def node_objects(cluster: Cluster, k8s: KubernetesSpec) -> list[Obj]:
-    """Label (and annotation) patches for each inventory host, which is the Kubernetes node name."""
+    """Label (and annotation, taint) patches for each Kubernetes node: every host owned by
+    `kubernetes` or `slurm-on-kubernetes` (the inventory host name is the node name). Bare-metal
+    Slurm hosts run no kubelet and get nothing.
+
+    Every node carries its owner label. Slurm-on-Kubernetes nodes also get their NodeSet label, the
+    owner taint (names.OWNER_TAINT_EFFECT says why NoExecute), KAI's node-pool label with a value no
+    SchedulingShard serves (when KAI is installed) and, with Slinky, their topology annotation.
+    """
+    slurm_pods = slurm_pods_view(cluster)
     nodeset_of = (
-        {host: group.name for group in nodeset_groups(cluster) for host in group.hosts}
+        {host: group.name for group in nodeset_groups(slurm_pods) for host in group.hosts}
         if k8s.slurm is not None
         else {}
     )
     nodes = []
-    for host in cluster.hosts:
+    for host in kubernetes_hosts(cluster):
+        owner = cluster.owner_of[host]
         node_type = cluster.node_type(host)
         labels = host_labels(cluster, host)
         for feature in node_type.features:
             labels[f"gpucluster.io/feature-{k8s_name(feature)}"] = "true"
-        if host in nodeset_of:
+        labels[OWNER_LABEL] = owner.value
+        slurm_pod_node = owner == Owner.SLURM_ON_KUBERNETES
+        if slurm_pod_node and host in nodeset_of:
             labels[NODESET_LABEL] = nodeset_of[host]
+        if slurm_pod_node and k8s.kai.enabled:
+            labels[KAI_NODE_POOL_LABEL] = KAI_UNSERVED_POOL
         metadata: Obj = {"name": host, "labels": dict(sorted(labels.items()))}
-        if k8s.slurm is not None and k8s.slurm.operator == "slinky":
-            topo = slinky_topology_spec(cluster, host)
+        if slurm_pod_node and k8s.slurm is not None and k8s.slurm.operator == "slinky":
+            topo = slinky_topology_spec(slurm_pods, host)
             if topo:
                 metadata["annotations"] = {SLINKY_TOPOLOGY_ANNOTATION: topo}
-        nodes.append({"apiVersion": "v1", "kind": "Node", "metadata": metadata})
+        node: Obj = {"apiVersion": "v1", "kind": "Node", "metadata": metadata}
+        if slurm_pod_node:
+            node["spec"] = {"taints": [owner_taint()]}
+        nodes.append(node)
     return nodes
 
 
@@ -221,9 +252,11 @@ def resource_groups(cluster: Cluster, quota: int, limit: int) -> list[Obj]:
 
 
 def resource_flavors(cluster: Cluster, k8s: KubernetesSpec) -> list[Obj]:
+    """A flavor per GPU node type of the view; the owner label keeps every node another scheduler
+    owns out of it (Kueue injects nodeLabels into the pods it admits)."""
     objects = []
     for name in gpu_node_types(cluster):
-        spec: Obj = {"nodeLabels": {NODE_TYPE_LABEL: name}}
+        spec: Obj = {"nodeLabels": {NODE_TYPE_LABEL: name, OWNER_LABEL: Owner.KUBERNETES.value}}
         if k8s.gpu_taint:
             spec["tolerations"] = [gpu_toleration()]
         if has_topology(cluster):
@@ -242,7 +275,7 @@ def kueue_cohorts(cluster: Cluster, k8s: KubernetesSpec) -> list[Obj]:
     for tenant in parent_tenants(cluster):
         children = [t for t in cluster.spec.tenants if t.parent == tenant.name]
         given = sum(cluster.quota(t.name).quota for t in children)
-        own_quota = cluster.quota(tenant.name).quota - given
+        own_quota = max(0, cluster.quota(tenant.name).quota - given)
         own_limit = max(own_quota, cluster.quota(tenant.name).effective_limit - given)
         spec = {
             "parentName": _cohort_of(tenant, k8s),
@@ -292,7 +325,7 @@ def kai_queues(cluster: Cluster, k8s: KubernetesSpec) -> list[Obj]:
     GPU quota/limit are tenant numbers; CPU and memory are left unlimited (-1) so GPUs decide.
     """
     root = k8s.kai.parent_queue
-    total = cluster.total_gpus
+    total = cluster.total_gpus  # of the view: the GPUs Kubernetes owns
 
     def queue(name: str, parent: str | None, quota: int, limit: int, weight: int) -> Obj:
         unlimited = {"quota": -1, "limit": -1, "overQuotaWeight": weight}
@@ -309,7 +342,7 @@ def kai_queues(cluster: Cluster, k8s: KubernetesSpec) -> list[Obj]:
         return _obj(KAI_QUEUE_API, "Queue", _meta(name), spec=spec)
 
     objects = [queue(root, None, total, total, 1)]
-    for tenant in sorted(cluster.spec.tenants, key=lambda t: t.name):
+    for tenant in sorted(scheduler_tenants(cluster), key=lambda t: t.name):
         parent = tenant.parent or root
         gpus = cluster.quota(tenant.name)
         objects.append(queue(tenant.name, parent, gpus.quota, gpus.effective_limit, tenant.fairshare))
@@ -380,10 +413,15 @@ def compute_domains(cluster: Cluster) -> list[Obj]:
 # --- Network Operator ----------------------------------------------------------------
 
 
-def nic_cluster_policy(k8s: KubernetesSpec, mirror_image: Callable[[str], str]) -> Obj:
-    """The one NicClusterPolicy (the chart does not create it)."""
+def nic_cluster_policy(
+    k8s: KubernetesSpec, mirror_image: Callable[[str], str], slurm_pods: bool = False
+) -> Obj:
+    """The one NicClusterPolicy (the chart does not create it). Its `tolerations` go to the
+    operator's node daemonsets, which must run on Slurm-on-Kubernetes nodes too."""
     net = k8s.network_operator
     spec: Obj = {}
+    if slurm_pods:
+        spec["tolerations"] = [owner_toleration()]
     if net.doca_driver_version:
         spec["ofedDriver"] = {
             "image": "doca-driver",

@@ -15,7 +15,7 @@ from gpucluster.k8s import values as val
 from gpucluster.k8s.mirror import chart_source, mirror_image
 from gpucluster.k8s.model import ChartPin, KubernetesSpec, kubernetes_of
 from gpucluster.k8s.names import ADDON_NAMESPACES
-from gpucluster.modelbase import Owner
+from gpucluster.k8s.owners import has_slurm_pods, pods_view
 
 
 def dump(documents: Iterable[Any], comment: str) -> str:
@@ -93,7 +93,7 @@ ADDONS: tuple[Addon, ...] = (
         "gpu_operator",
         "gpu_operator",
         _addon_namespace("gpu_operator"),
-        lambda c, k: val.gpu_operator_values(k),
+        val.gpu_operator_values,
         "clusterpolicy-ready",
     ),
     Addon(
@@ -102,7 +102,7 @@ ADDONS: tuple[Addon, ...] = (
         "dra_driver",
         "dra_driver",
         _addon_namespace("dra_driver"),
-        lambda c, k: val.dra_driver_values(k),
+        val.dra_driver_values,
     ),
     Addon(
         lambda k: k.kueue.enabled,
@@ -220,39 +220,43 @@ class ObjectFile:
 
 
 def object_files(cluster: Cluster, k8s: KubernetesSpec) -> list[ObjectFile]:
-    """Object files in apply order (namespaces before what lives in them)."""
+    """Object files in apply order (namespaces before what lives in them).
+
+    Node patches cover every Kubernetes node; everything about Kueue, KAI, tenants and DRA is made
+    from the view of the Kubernetes-owned hosts (owners.pods_view): their GPUs, fabric and node types,
+    and the tenants' `kubernetes` numbers. Slurm on Kubernetes is in the Helm values (values.py).
+    """
     files: list[ObjectFile] = []
-    # Kueue and KAI see only the hosts Kubernetes owns, and quotas within them.
-    pods = cluster.owned_by(Owner.KUBERNETES)
+    pods = pods_view(cluster)
     if k8s.network_operator.enabled:
-        policy = obj.nic_cluster_policy(k8s, partial(mirror_image, k8s.registry_mirror))
+        policy = obj.nic_cluster_policy(
+            k8s, partial(mirror_image, k8s.registry_mirror), slurm_pods=has_slurm_pods(cluster)
+        )
         files.append(ObjectFile("kubernetes/network/nic-cluster-policy.yaml", "network_operator", [policy]))
     files.append(ObjectFile("kubernetes/nodes.yaml", "gpu_workloads", obj.node_objects(cluster, k8s)))
-    namespaces = obj.tenant_namespaces(cluster, k8s)
+    namespaces = obj.tenant_namespaces(pods, k8s)
     if namespaces:
         files.append(ObjectFile("kubernetes/namespaces.yaml", "gpu_workloads", namespaces))
     if k8s.dra.enabled:
         files.append(
-            ObjectFile("kubernetes/dra/device-classes.yaml", "gpu_workloads", obj.device_classes(cluster))
+            ObjectFile("kubernetes/dra/device-classes.yaml", "gpu_workloads", obj.device_classes(pods))
         )
         files.append(
             ObjectFile(
                 "kubernetes/dra/resource-claim-templates.yaml",
                 "gpu_workloads",
-                obj.resource_claim_templates(cluster),
+                obj.resource_claim_templates(pods),
             )
         )
-        if k8s.dra.compute_domains and cluster.blocks:
+        if k8s.dra.compute_domains and pods.blocks:
             files.append(
-                ObjectFile(
-                    "kubernetes/dra/compute-domains.yaml", "gpu_workloads", obj.compute_domains(cluster)
-                )
+                ObjectFile("kubernetes/dra/compute-domains.yaml", "gpu_workloads", obj.compute_domains(pods))
             )
     if k8s.kueue.enabled:
-        if obj.has_topology(cluster):
+        if obj.has_topology(pods):
             files.append(
                 ObjectFile(
-                    "kubernetes/kueue/topology.yaml", "gpu_workloads", [obj.kueue_topology(cluster)], True
+                    "kubernetes/kueue/topology.yaml", "gpu_workloads", [obj.kueue_topology(pods)], True
                 )
             )
         files.append(
@@ -263,7 +267,7 @@ def object_files(cluster: Cluster, k8s: KubernetesSpec) -> list[ObjectFile]:
                 True,
             )
         )
-        if cluster.spec.tenants:
+        if obj.leaf_tenants(pods):
             files.append(
                 ObjectFile(
                     "kubernetes/kueue/cohorts.yaml", "gpu_workloads", obj.kueue_cohorts(pods, k8s), True
@@ -279,15 +283,15 @@ def object_files(cluster: Cluster, k8s: KubernetesSpec) -> list[ObjectFile]:
             )
             files.append(
                 ObjectFile(
-                    "kubernetes/kueue/local-queues.yaml", "gpu_workloads", obj.local_queues(cluster), True
+                    "kubernetes/kueue/local-queues.yaml", "gpu_workloads", obj.local_queues(pods), True
                 )
             )
     if k8s.kai.enabled:
-        if obj.has_topology(cluster):
+        if obj.has_topology(pods):
             files.append(
-                ObjectFile("kubernetes/kai/topology.yaml", "gpu_workloads", [obj.kai_topology(cluster)], True)
+                ObjectFile("kubernetes/kai/topology.yaml", "gpu_workloads", [obj.kai_topology(pods)], True)
             )
-        if cluster.spec.tenants:
+        if obj.leaf_tenants(pods):
             files.append(
                 ObjectFile("kubernetes/kai/queues.yaml", "gpu_workloads", obj.kai_queues(pods, k8s), True)
             )

@@ -1,5 +1,9 @@
 """Helm values for each chart, from the cluster model. Only keys that exist in the upstream chart
-values of the pinned version are set (tests/k8s checks that: Helm ignores a misspelt key)."""
+values of the pinned version are set (tests/k8s checks that: Helm ignores a misspelt key).
+
+Ownership: Slinky and Soperator get the Slurm-on-Kubernetes hosts only (owners.slurm_pods_view),
+Kueue the device classes of the Kubernetes-owned ones; the node daemons of the GPU Operator and the
+DRA driver also tolerate the owner taint, so they keep running on Slurm-on-Kubernetes nodes."""
 
 from __future__ import annotations
 
@@ -9,8 +13,22 @@ from gpucluster import yamlout
 from gpucluster.cluster import Cluster
 from gpucluster.k8s.mirror import apply_mirror
 from gpucluster.k8s.model import KubernetesSpec
-from gpucluster.k8s.names import GPU_RESOURCE, NODESET_LABEL, nodeset_groups
-from gpucluster.k8s.objects import device_class_name, gpu_node_types, gpu_toleration
+from gpucluster.k8s.names import (
+    GPU_RESOURCE,
+    KAI_NODE_POOL_LABEL,
+    NODESET_LABEL,
+    NodeSetGroup,
+    nodeset_groups,
+)
+from gpucluster.k8s.objects import device_class_name, gpu_node_types, gpu_toleration, leaf_tenants
+from gpucluster.k8s.owners import (
+    has_slurm_pods,
+    owner_selector,
+    owner_toleration,
+    pods_view,
+    slurm_pods_view,
+)
+from gpucluster.model import Owner
 
 Values = dict[str, Any]
 
@@ -33,7 +51,25 @@ def network_operator_values(k8s: KubernetesSpec) -> Values:
     return values
 
 
-def gpu_operator_values(k8s: KubernetesSpec) -> Values:
+def node_daemon_tolerations(cluster: Cluster, defaults: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A chart's node daemon tolerations: its defaults (replaced when the key is set, so repeated
+    here), plus the owner taint's when some nodes belong to Slurm on Kubernetes."""
+    return [*defaults, owner_toleration()] if has_slurm_pods(cluster) else defaults
+
+
+# Upstream default of node-feature-discovery.worker.tolerations in the GPU Operator chart.
+NFD_WORKER_TOLERATIONS = [
+    {
+        "key": "node-role.kubernetes.io/control-plane",
+        "operator": "Equal",
+        "value": "",
+        "effect": "NoSchedule",
+    },
+    {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+]
+
+
+def gpu_operator_values(cluster: Cluster, k8s: KubernetesSpec) -> Values:
     gpu = k8s.gpu_operator
     driver: Values = {"enabled": gpu.driver == "operator"}
     if gpu.driver_version:
@@ -48,8 +84,14 @@ def gpu_operator_values(k8s: KubernetesSpec) -> Values:
         "devicePlugin": {"enabled": k8s.device_allocation == "device-plugin"},
         "mig": {"strategy": gpu.mig_strategy},
         "dcgmExporter": {"serviceMonitor": {"enabled": gpu.dcgm_service_monitor}},
-        "daemonsets": {"tolerations": [gpu_toleration()]},
+        # Driver, toolkit, device plugin, DCGM, validator...: on every GPU node, whoever owns it.
+        "daemonsets": {"tolerations": node_daemon_tolerations(cluster, [gpu_toleration()])},
     }
+    if gpu.nfd and has_slurm_pods(cluster):
+        # NFD's labels decide where the operands go: its worker must run there too.
+        values["node-feature-discovery"] = {
+            "worker": {"tolerations": node_daemon_tolerations(cluster, NFD_WORKER_TOLERATIONS)}
+        }
     if k8s.platform == "gke":
         # GKE installs the driver under its own path; the toolkit must look there.
         values["hostPaths"] = {"driverInstallDir": GKE_DRIVER_DIR}
@@ -66,7 +108,7 @@ def dra_driver_root(k8s: KubernetesSpec) -> str:
     return "/run/nvidia/driver" if k8s.gpu_operator.driver == "operator" else "/"
 
 
-def dra_driver_values(k8s: KubernetesSpec) -> Values:
+def dra_driver_values(cluster: Cluster, k8s: KubernetesSpec) -> Values:
     gpus = k8s.device_allocation == "dra"
     values: Values = {
         "nvidiaDriverRoot": dra_driver_root(k8s),
@@ -75,7 +117,7 @@ def dra_driver_values(k8s: KubernetesSpec) -> Values:
         # The chart refuses GPU allocation unless told the GPU Operator's device plugin is off.
         "gpuResourcesEnabledOverride": gpus,
         "resources": {"gpus": {"enabled": gpus}, "computeDomains": {"enabled": k8s.dra.compute_domains}},
-        "kubeletPlugin": {"tolerations": [gpu_toleration()]},
+        "kubeletPlugin": {"tolerations": node_daemon_tolerations(cluster, [gpu_toleration()])},
     }
     apply_mirror("dra-driver-nvidia-gpu", values, k8s.registry_mirror)
     return values
@@ -105,7 +147,8 @@ def kueue_configuration(cluster: Cluster, k8s: KubernetesSpec) -> Values:
         }
     if k8s.device_allocation == "dra":
         # Count DRA claims against the same nvidia.com/gpu quota the ClusterQueues hold.
-        classes = ["gpu.nvidia.com", *(device_class_name(t) for t in gpu_node_types(cluster))]
+        kinds = gpu_node_types(pods_view(cluster))
+        classes = ["gpu.nvidia.com", *(device_class_name(t) for t in kinds)]
         config["resources"] = {"deviceClassMappings": [{"name": GPU_RESOURCE, "deviceClassNames": classes}]}
         config["featureGates"] = {"DynamicResourceAllocation": True}
     return config
@@ -124,7 +167,10 @@ def kueue_values(cluster: Cluster, k8s: KubernetesSpec) -> Values:
 def kai_values(cluster: Cluster, k8s: KubernetesSpec) -> Values:
     values: Values = {
         # gpucluster creates the tenants' queues; a catch-all default queue would bypass their quotas.
-        "defaultQueue": {"createDefaultQueue": not cluster.spec.tenants},
+        "defaultQueue": {"createDefaultQueue": not leaf_tenants(pods_view(cluster))},
+        # The operator's default, made explicit: Slurm-on-Kubernetes nodes carry this label with a
+        # value no SchedulingShard serves (names.KAI_UNSERVED_POOL), which keeps KAI off them.
+        "global": {"nodePoolLabelKey": KAI_NODE_POOL_LABEL},
         # GPU sharing hands devices over through CDI when the GPU Operator enables it (cdi.enabled above).
         "admission": {"cdi": k8s.gpu_operator.enabled},
     }
@@ -156,21 +202,44 @@ def _partition_config(cluster: Cluster, name: str) -> Values:
     return config
 
 
+def nodeset_selector(group: NodeSetGroup) -> dict[str, str]:
+    """The labels a NodeSet's pods select: the owner's and the NodeSet's. With the owner label a node
+    handed back to Kubernetes stops matching even while it still carries a stale NodeSet label."""
+    return {**owner_selector(Owner.SLURM_ON_KUBERNETES), NODESET_LABEL: group.name}
+
+
+def nodeset_tolerations(cluster: Cluster, k8s: KubernetesSpec, group: NodeSetGroup) -> list[dict[str, Any]]:
+    tolerations = [owner_toleration()]
+    if cluster.spec.node_types[group.node_type].gpus and k8s.gpu_taint:
+        tolerations.append(gpu_toleration())
+    return tolerations
+
+
+# slurmd pods are dynamic nodes named <nodeset>-<n>, not inventory hosts: a gres.conf with NodeName
+# lines would match none of them. Each NodeSet declares its GPUs (extraConfMap Gres) and slurmd
+# finds the devices itself (AutoDetect=nvidia: no NVML library needed; Slurm >= 24.11).
+SLINKY_GRES_CONF = "AutoDetect=nvidia\n"
+
+
 def slinky_slurm_values(cluster: Cluster, k8s: KubernetesSpec) -> Values:
-    """The `slurm` chart: one NodeSet per group of same-type hosts in the same partitions."""
+    """The `slurm` chart: one NodeSet per group of same-type Slurm-on-Kubernetes hosts in the same
+    partitions, and the partitions of those hosts only."""
     # Imported here: gpucluster.render registers this package's renderers at import time.
-    from gpucluster.render.slurm import render_gres_conf, render_topology_yaml
+    from gpucluster.render.slurm import render_topology_yaml
+    from gpucluster.render.templating import header
 
     assert k8s.slurm is not None
+    slurm_pods = slurm_pods_view(cluster)
+    groups = nodeset_groups(slurm_pods)
+    has_gpus = any(cluster.spec.node_types[g.node_type].gpus for g in groups)
     config_files: Values = {}
-    gres = render_gres_conf(cluster)
-    if gres is not None:
-        config_files["gres.conf"] = gres
-    topology = render_topology_yaml(cluster)
+    if has_gpus:
+        config_files["gres.conf"] = f"{header(cluster.source)}\n{SLINKY_GRES_CONF}"
+    topology = render_topology_yaml(slurm_pods)
     if topology is not None:
         config_files["topology.yaml"] = topology
     nodesets: Values = {}
-    for group in nodeset_groups(cluster):
+    for group in groups:
         node_type = cluster.spec.node_types[group.node_type]
         conf: Values = {}
         slurmd: Values = {}
@@ -185,16 +254,19 @@ def slinky_slurm_values(cluster: Cluster, k8s: KubernetesSpec) -> Values:
             "replicas": len(group.hosts),
             "extraConfMap": conf,
             "partition": {"enabled": False},
-            "podSpec": {"nodeSelector": {NODESET_LABEL: group.name}},
+            "podSpec": {
+                "nodeSelector": nodeset_selector(group),
+                "tolerations": nodeset_tolerations(cluster, k8s, group),
+            },
         }
         if slurmd:
             nodeset["slurmd"] = slurmd
-        if node_type.gpus and k8s.gpu_taint:
-            nodeset["podSpec"]["tolerations"] = [gpu_toleration()]
         nodesets[group.name] = nodeset
     partitions: Values = {}
     for partition in cluster.spec.partitions:
-        members = [g.name for g in nodeset_groups(cluster) if partition.name in g.partitions]
+        if partition.name not in slurm_pods.partitions:
+            continue  # a bare-metal Slurm partition
+        members = [g.name for g in groups if partition.name in g.partitions]
         partitions[partition.name] = {
             "enabled": True,
             "nodesets": members,
@@ -203,7 +275,7 @@ def slinky_slurm_values(cluster: Cluster, k8s: KubernetesSpec) -> Values:
     values: Values = {
         "clusterName": cluster.name,
         "configFiles": config_files,
-        "controller": {"extraConfMap": {"GresTypes": "gpu"} if gres else {}},
+        "controller": {"extraConfMap": {"GresTypes": "gpu"} if has_gpus else {}},
         "nodesets": nodesets,
         "partitions": partitions,
         "accounting": {"enabled": k8s.slurm.accounting},
@@ -220,10 +292,14 @@ def slinky_slurm_values(cluster: Cluster, k8s: KubernetesSpec) -> Values:
 
 
 def soperator_cluster_values(cluster: Cluster, k8s: KubernetesSpec) -> Values:
-    """Soperator's `slurm-cluster` chart: structured partitions over its node sets."""
-    groups = nodeset_groups(cluster)
+    """Soperator's `slurm-cluster` chart: structured partitions over its node sets, and a node filter
+    per node set selecting its Slurm-on-Kubernetes nodes."""
+    slurm_pods = slurm_pods_view(cluster)
+    groups = nodeset_groups(slurm_pods)
     partitions = []
     for partition in cluster.spec.partitions:
+        if partition.name not in slurm_pods.partitions:
+            continue
         config = " ".join(f"{k}={v}" for k, v in _partition_config(cluster, partition.name).items())
         refs = [g.name for g in groups if partition.name in g.partitions]
         partitions.append({"name": partition.name, "nodeSetRefs": refs, "config": config})
@@ -236,14 +312,15 @@ def soperator_cluster_values(cluster: Cluster, k8s: KubernetesSpec) -> Values:
                         "nodeSelectorTerms": [
                             {
                                 "matchExpressions": [
-                                    {"key": NODESET_LABEL, "operator": "In", "values": [group.name]}
+                                    {"key": key, "operator": "In", "values": [value]}
+                                    for key, value in nodeset_selector(group).items()
                                 ]
                             }
                         ]
                     }
                 }
             },
-            "tolerations": [gpu_toleration()] if cluster.spec.node_types[group.node_type].gpus else [],
+            "tolerations": nodeset_tolerations(cluster, k8s, group),
         }
         for group in groups
     ]
@@ -252,7 +329,7 @@ def soperator_cluster_values(cluster: Cluster, k8s: KubernetesSpec) -> Values:
         "partitionConfiguration": {"configType": "structured", "partitions": partitions},
         "k8sNodeFilters": filters,
     }
-    if cluster.blocks:
+    if slurm_pods.blocks:
         values["slurmConfig"] = {"topologyPlugin": "topology/block"}
     return values
 
@@ -267,7 +344,7 @@ def soperator_nodesets_values(cluster: Cluster, k8s: KubernetesSpec) -> Values:
     if k8s.slurm.spool_storage_class:
         spool["storageClassName"] = k8s.slurm.spool_storage_class
     nodesets = []
-    for group in nodeset_groups(cluster):
+    for group in nodeset_groups(slurm_pods_view(cluster)):
         node_type = cluster.spec.node_types[group.node_type]
         resources: Values = {
             "cpu": f"{node_type.cpus * 900}m",
@@ -283,7 +360,7 @@ def soperator_nodesets_values(cluster: Cluster, k8s: KubernetesSpec) -> Values:
         if node_type.gpus:
             nodeset["gpu"] = {"enabled": True, "nvidia": {}}
             resources["gpu"] = node_type.gpus.count
-            nodeset["tolerations"] = [gpu_toleration()]
+        nodeset["tolerations"] = nodeset_tolerations(cluster, k8s, group)
         nodeset["slurmd"] = {
             "resources": resources,
             "volumes": {
@@ -291,6 +368,6 @@ def soperator_nodesets_values(cluster: Cluster, k8s: KubernetesSpec) -> Values:
                 "jail": {"persistentVolumeClaim": {"claimName": k8s.slurm.jail_pvc}},
             },
         }
-        nodeset["nodeSelector"] = {NODESET_LABEL: group.name}
+        nodeset["nodeSelector"] = nodeset_selector(group)
         nodesets.append(nodeset)
     return {"nodesets": nodesets}

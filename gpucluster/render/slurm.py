@@ -81,11 +81,6 @@ def render_topology_yaml(cluster: Cluster) -> str | None:
     return render_template("slurm/topology.yaml.j2", **context)
 
 
-def render_gres_conf(cluster: Cluster) -> str | None:
-    context = _context(cluster)
-    return render_template("slurm/gres.conf.j2", **context) if context["has_gpus"] else None
-
-
 def render_accounts(cluster: Cluster) -> str:
     """The associations the slurm_accounts role makes true (YAML, sorted)."""
     return header(cluster.source) + "\n" + yamlout.dump(desired_associations(cluster), width=80)

@@ -166,3 +166,76 @@ def test_no_kubernetes_section_renders_nothing() -> None:
 
     files = render_files(load_cluster(INVENTORIES / "lab"))
     assert not [p for p in files if p.startswith(("kubernetes/", "helm/"))]
+
+
+# Ownership: every scheduler the section installs has nodes, every Kubernetes-side node has its scheduler.
+SLURM_PODS_ONLY = {
+    "nodes": [{"group": "a3mega", "type": "a3-mega", "owner": "slurm-on-kubernetes"}],
+    "partitions": [{"name": "train", "nodes": ["a3mega"], "default": True, "max_time": "1-00:00:00"}],
+    "tenants": [{"name": "pretraining", "fairshare": 1, "gpu_quota": 64}],
+}
+OWNER_CASES = [
+    (
+        "gke-prod",
+        {},
+        SLURM_PODS_ONLY,
+        "cluster.kubernetes.kueue.enabled: Kueue is enabled but no GPU node is owned by kubernetes",
+    ),
+    (
+        "gke-prod",
+        {"kueue": {"enabled": False}, "kai": {"enabled": True}},
+        SLURM_PODS_ONLY,
+        "cluster.kubernetes.kai.enabled: KAI is enabled but no GPU node is owned by kubernetes",
+    ),
+    (
+        "superpod",
+        {"slurm": {"operator": "slinky"}},
+        {},
+        "cluster.kubernetes.slurm: Slurm on Kubernetes (slinky) is configured but no node is owned by "
+        "slurm-on-kubernetes",
+    ),
+    (
+        "gke-prod",
+        {"slurm": None},
+        {},
+        "cluster.nodes[0].owner: slurm-on-kubernetes nodes run only Slurm's slurmd pods, but kubernetes.slurm "
+        "(Slinky or Soperator) is not configured",
+    ),
+    (
+        "gke-prod",
+        {},
+        {"slurm": {"version": "24.05", "controller": "slurmctld"}},
+        "cluster.slurm.version: Slinky's slurmd pods find their GPUs with gres.conf AutoDetect=nvidia, "
+        "which needs Slurm >= 24.11 (this inventory targets 24.05)",
+    ),
+]
+
+
+@pytest.mark.parametrize(("base", "edit", "cluster_edit", "expected"), OWNER_CASES)
+def test_ownership_is_checked(
+    tmp_path: Path, base: str, edit: dict[str, Any], cluster_edit: dict[str, Any], expected: str
+) -> None:
+    problems = _problems(_inventory(tmp_path, base, edit, cluster_edit))
+    # The one problem of the edit, with the file and line of the key to change.
+    assert len(problems) == 1, problems
+    file, line, rest = problems[0].split(":", 2)
+    assert file.endswith(f"{base}/group_vars/all/cluster.yml")
+    assert int(line) > 0
+    assert rest.strip().startswith(expected), problems
+
+
+def test_ownership_problem_exits_2(tmp_path: Path) -> None:
+    directory = _inventory(tmp_path, "superpod", {"slurm": {"operator": "slinky"}})
+    result = run_cli("validate", str(directory))
+    assert result.returncode == 2, result.stderr
+    assert "cluster.kubernetes.slurm: Slurm on Kubernetes (slinky) is configured" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_missing_owners_are_not_guessed_at(tmp_path: Path) -> None:
+    """Without owners the core reports them; the layer adds no problem about schedulers without nodes."""
+    data = yaml.safe_load((INVENTORIES / "gke-prod/group_vars/all/cluster.yml").read_text())
+    nodes = [{k: v for k, v in entry.items() if k != "owner"} for entry in data["cluster"]["nodes"]]
+    problems = _problems(_inventory(tmp_path, "gke-prod", {}, {"nodes": nodes}))
+    assert any("cluster.nodes[0].owner: required" in p for p in problems)
+    assert not [p for p in problems if "cluster.kubernetes." in p]

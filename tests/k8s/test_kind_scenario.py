@@ -47,6 +47,13 @@ def test_kind_inventory_renders_valid_objects(tmp_path: Path) -> None:
     nodes = list(yaml.safe_load_all(files["kubernetes/nodes.yaml"]))
     assert len(nodes) == 4
     assert {n["metadata"]["labels"]["gpucluster.io/fabric-leaf"] for n in nodes} == {"leaf1", "leaf2"}
+    # verify.yml expects every worker owned by Kubernetes (no owner taint), and KAI's queues over them.
+    assert {n["metadata"]["labels"]["gpucluster.io/owner"] for n in nodes} == {"kubernetes"}
+    assert not [n for n in nodes if "spec" in n]
+    assert "slurm/slurm.conf" not in render_files(cluster, only=["slurm"])
+    kai = list(yaml.safe_load_all(files["kubernetes/kai/queues.yaml"]))
+    assert sorted(q["metadata"]["name"] for q in kai) == ["gpucluster", "team-a", "team-b"]
+    assert kai[0]["spec"]["resources"]["gpu"]["quota"] == 32
 
 
 def test_kind_playbooks_pass_syntax_check() -> None:

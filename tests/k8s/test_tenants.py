@@ -1,4 +1,6 @@
-"""The tenants have the same numbers in Slurm (slurm/accounts.yaml) and in Kueue and KAI."""
+"""Each scheduler receives only its own tenant numbers: Slurm's accounts (slurm/accounts.yaml) the
+inventory's `slurm` numbers, Kueue's ClusterQueues and KAI's queues the `kubernetes` ones. Read from
+the rendered files, compared with the inventory's numbers."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import pytest
 import yaml
 
 from gpucluster.k8s.objects import split_by_capacity
+from gpucluster.model import GpuQuota, Owner
 from tests.k8s.conftest import cluster_of, documents, rendered
 
 
@@ -21,44 +24,117 @@ def _quantity_sum(queue: dict[str, Any], field: str) -> int:
     return total
 
 
-def test_slurm_kueue_and_kai_agree(inventory: str) -> None:
-    accounts = yaml.safe_load(rendered(inventory)["slurm/accounts.yaml"])["accounts"]
-    objects = [doc for _, doc in documents(inventory)]
-    kueue = {d["metadata"]["name"]: d for d in objects if d["kind"] == "ClusterQueue"}
-    kai = {d["metadata"]["name"]: d for d in objects if d["kind"] == "Queue"}
-    local = {d["metadata"]["name"]: d for d in objects if d["kind"] == "LocalQueue"}
+def _numbers(inventory: str, owner: Owner) -> dict[str, GpuQuota]:
+    """Tenant -> its numbers in `owner`'s scheduler, as the inventory gives them."""
+    cluster = cluster_of(inventory)
+    return {name: per[owner] for name, per in cluster.tenant_gpus.items() if owner in per}
+
+
+def _objects(inventory: str, kind: str) -> dict[str, dict[str, Any]]:
+    return {d["metadata"]["name"]: d for _, d in documents(inventory) if d["kind"] == kind}
+
+
+def test_slurm_accounts_carry_the_slurm_numbers(inventory: str) -> None:
+    cluster = cluster_of(inventory)
+    files = rendered(inventory)
+    if "slurm/accounts.yaml" not in files:
+        assert not cluster.hosts_owned_by(Owner.SLURM)
+        return
+    slurm = _numbers(inventory, Owner.SLURM)
+    accounts = yaml.safe_load(files["slurm/accounts.yaml"])["accounts"]
+    assert {a["name"] for a in accounts} == {t.name for t in cluster.spec.tenants}
+    for account in accounts:
+        numbers = slurm.get(account["name"], GpuQuota())
+        assert (account["gpu_quota"], account["gpu_limit"]) == (numbers.quota, numbers.effective_limit)
+        assert account["grp_tres"] == f"gres/gpu={numbers.effective_limit}"
+
+
+def _in_kubernetes(inventory: str) -> tuple[set[str], set[str]]:
+    """Tenants with `kubernetes` numbers plus their ancestors, and the leaves among them."""
+    cluster = cluster_of(inventory)
+    parent_of = {t.name: t.parent for t in cluster.spec.tenants}
+    present: set[str] = set()
+    for name in _numbers(inventory, Owner.KUBERNETES):
+        current: str | None = name
+        while current is not None:
+            present.add(current)
+            current = parent_of.get(current)
+    parents = {parent_of[t] for t in present if parent_of[t]}
+    return present, present - parents
+
+
+def test_kueue_queues_carry_the_kubernetes_numbers(inventory: str) -> None:
     k8s = cluster_of(inventory).spec.kubernetes
     assert k8s is not None
-    if not accounts:
-        assert not kueue and not local
-        assert [d["metadata"]["name"] for d in kai.values()] in ([], [k8s.kai.parent_queue])
+    if not k8s.kueue.enabled:
         return
-    for account in accounts:
-        name = account["name"]
-        if k8s.kueue.enabled:
-            queue = kueue[name]
-            assert _quantity_sum(queue, "nominalQuota") == account["gpu_quota"]
-            assert _quantity_sum(queue, "borrowingLimit") == account["gpu_limit"] - account["gpu_quota"]
-            assert queue["spec"]["fairSharing"]["weight"] == account["fairshare"]
-            expected_cohort = k8s.kueue.cohort if account["parent"] == "root" else account["parent"]
-            assert queue["spec"]["cohortName"] == expected_cohort
-            assert local[name]["spec"]["clusterQueue"] == name
-        if k8s.kai.enabled:
-            gpu = kai[name]["spec"]["resources"]["gpu"]
-            assert (gpu["quota"], gpu["limit"], gpu["overQuotaWeight"]) == (
-                account["gpu_quota"],
-                account["gpu_limit"],
-                account["fairshare"],
-            )
-            parent = k8s.kai.parent_queue if account["parent"] == "root" else account["parent"]
-            assert kai[name]["spec"]["parentQueue"] == parent
-    if k8s.kueue.enabled:
-        assert set(kueue) == {a["name"] for a in accounts}
+    numbers = _numbers(inventory, Owner.KUBERNETES)
+    present, leaves = _in_kubernetes(inventory)
+    queues = _objects(inventory, "ClusterQueue")
+    local = _objects(inventory, "LocalQueue")
+    assert set(queues) == leaves == set(local)
+    tenants = cluster_of(inventory).tenants_by_name
+    for name in leaves:
+        gpus = numbers.get(name, GpuQuota())
+        queue = queues[name]
+        assert _quantity_sum(queue, "nominalQuota") == gpus.quota
+        assert _quantity_sum(queue, "borrowingLimit") == gpus.effective_limit - gpus.quota
+        assert queue["spec"]["fairSharing"]["weight"] == tenants[name].fairshare
+        assert queue["spec"]["cohortName"] == (tenants[name].parent or k8s.kueue.cohort)
+        assert local[name]["spec"]["clusterQueue"] == name
+    cohorts = _objects(inventory, "Cohort")
+    assert set(cohorts) == ({k8s.kueue.cohort} | (present - leaves) if present else set())
+
+
+def test_kai_queues_carry_the_kubernetes_numbers(inventory: str) -> None:
+    cluster = cluster_of(inventory)
+    k8s = cluster.spec.kubernetes
+    assert k8s is not None
+    if not k8s.kai.enabled:
+        return
+    numbers = _numbers(inventory, Owner.KUBERNETES)
+    present, _ = _in_kubernetes(inventory)
+    queues = _objects(inventory, "Queue")
+    root = k8s.kai.parent_queue
+    if not present:
+        assert not queues
+        return
+    assert set(queues) == present | {root}
+    owned = cluster.gpus_of(cluster.hosts_owned_by(Owner.KUBERNETES))
+    assert queues[root]["spec"]["resources"]["gpu"]["quota"] == owned
+    assert "parentQueue" not in queues[root]["spec"]
+    for name in present:
+        gpus = numbers.get(name, GpuQuota())
+        tenant = cluster.tenants_by_name[name]
+        spec = queues[name]["spec"]
+        assert (spec["resources"]["gpu"]["quota"], spec["resources"]["gpu"]["limit"]) == (
+            gpus.quota,
+            gpus.effective_limit,
+        )
+        assert spec["resources"]["gpu"]["overQuotaWeight"] == tenant.fairshare
+        assert spec["parentQueue"] == (tenant.parent or root)
+
+
+def test_superpod_schedulers_get_different_numbers() -> None:
+    """research has 384/640 GPUs in Slurm and 64/128 in Kubernetes; product only Slurm ones."""
+    accounts = {a["name"]: a for a in yaml.safe_load(rendered("superpod")["slurm/accounts.yaml"])["accounts"]}
+    assert (accounts["research"]["gpu_quota"], accounts["research"]["gpu_limit"]) == (384, 640)
+    assert (accounts["inference"]["gpu_quota"], accounts["inference"]["gpu_limit"]) == (0, 0)
+    queues = _objects("superpod", "ClusterQueue")
+    assert set(queues) == {"research", "inference"}
+    assert _quantity_sum(queues["research"], "nominalQuota") == 64
+    assert _quantity_sum(queues["research"], "borrowingLimit") == 64
+    kai = _objects("superpod", "Queue")
+    assert kai["research"]["spec"]["resources"]["gpu"]["quota"] == 64
+    assert kai["gpucluster"]["spec"]["resources"]["gpu"]["quota"] == 256
+    namespaces = {d["metadata"]["name"] for _, d in documents("superpod") if d["kind"] == "Namespace"}
+    assert namespaces == {"research", "inference"}
 
 
 def test_namespaces_follow_tenants() -> None:
+    """Namespaces for the tenants Kubernetes serves: pretraining has GPUs only in Slurm on Kubernetes."""
     namespaces = {d["metadata"]["name"]: d for _, d in documents("gke-prod") if d["kind"] == "Namespace"}
-    assert set(namespaces) == {"pretraining", "ft", "evals"}
+    assert set(namespaces) == {"ft", "evals"}
     assert namespaces["ft"]["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "baseline"
     local = [
         d

@@ -214,10 +214,11 @@ def test_soperator_variant(tmp_path: Path) -> None:
     assert names[-4:] == ["soperator-crds", "soperator", "slurm-cluster", "nodesets"]
     cluster_values = yaml.safe_load(files["helm/values/slurm-cluster.yaml"])
     partitions = {p["name"]: p for p in cluster_values["partitionConfiguration"]["partitions"]}
-    assert partitions["dev"]["nodeSetRefs"] == ["a3-mega-train-dev"]
+    # Only sub-block A (16 nodes) is Slurm on Kubernetes; train and dev both cover it.
+    assert partitions["dev"]["nodeSetRefs"] == ["a3-mega"]
     assert "Default=YES" in partitions["train"]["config"]
     nodesets = yaml.safe_load(files["helm/values/nodesets.yaml"])["nodesets"]
-    assert sum(n["replicas"] for n in nodesets) == 32
+    assert sum(n["replicas"] for n in nodesets) == 16
     assert {n["slurmd"]["resources"]["gpu"] for n in nodesets} == {8}
     assert (
         nodesets[0]["slurmd"]["volumes"]["spool"]["volumeClaimTemplateSpec"]["storageClassName"]

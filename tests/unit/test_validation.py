@@ -322,6 +322,22 @@ OWNER_CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
         "limit 40 exceeds the 32 GPUs owned by slurm",
     ),
 ]
+OWNER_CASES.append(
+    (
+        "child quota where the parent has none",
+        _then(
+            _two_owners,
+            lambda c: (
+                c["tenants"][0].update(gpus={"slurm": {"quota": 16}}),
+                c["tenants"][1].update(
+                    parent="team-a", gpus={"slurm": {"quota": 8}, "kubernetes": {"quota": 4}}
+                ),
+            ),
+        ),
+        "cluster.tenants[1].gpus.kubernetes.quota",
+        "parent tenant `team-a` has no GPUs in kubernetes: give it numbers there that cover its children",
+    )
+)
 CASES += OWNER_CASES
 
 

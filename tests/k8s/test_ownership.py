@@ -1,0 +1,516 @@
+"""Every GPU node has exactly one scheduler (issue 9), read from the RENDERED FILES of every example
+inventory with a `kubernetes:` section, not from the model:
+
+- a host is named either in slurm/slurm.conf (bare-metal slurmd) or in kubernetes/nodes.yaml
+  (kubelet), never both, and every inventory host is in one of them;
+- a node labelled slurm-on-kubernetes is selected by exactly one Slurm NodeSet, by no Kueue flavor,
+  is tainted for NodeSet pods only and sits in a KAI node pool no scheduler serves;
+- a node labelled kubernetes is selected by no NodeSet and by the Kueue flavor of its node type;
+- the GPU quotas of Kueue (ClusterQueues and Cohorts) fit the GPUs of the nodes their flavors select,
+  KAI's fit the GPUs of the nodes KAI sees, and each NodeSet's replicas equal its nodes.
+
+The model supplies only what no rendered file says: how many GPUs a node type has.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from gpucluster.cluster import Cluster
+from gpucluster.hostlists import expand
+from gpucluster.k8s.names import (
+    KAI_NODE_POOL_LABEL,
+    KAI_UNSERVED_POOL,
+    NODE_TYPE_LABEL,
+    NODESET_LABEL,
+    OWNER_LABEL,
+    OWNER_TAINT_EFFECT,
+    OWNER_TAINT_KEY,
+)
+from gpucluster.layers import load_cluster
+from gpucluster.render import render_files
+from tests.k8s.conftest import INVENTORIES, REPO, cluster_of, rendered
+from tests.k8s.crd import catalogue
+
+Obj = dict[str, Any]
+GPU = "nvidia.com/gpu"
+KUBERNETES = "kubernetes"
+SLURM_PODS = "slurm-on-kubernetes"
+KAI_VALUES = "kai-scheduler/v0.17.0/charts/kai-scheduler/values.yaml"
+
+
+@dataclass
+class NodeSet:
+    name: str
+    selector: dict[str, str]
+    replicas: int
+    tolerations: list[Obj]
+
+
+@dataclass
+class Rendered:
+    """What the rendered files say about ownership."""
+
+    slurm_hosts: set[str]
+    nodes: dict[str, Obj]
+    nodesets: list[NodeSet]
+    flavors: dict[str, dict[str, str]]
+    values: dict[str, Obj] = field(default_factory=dict)
+    objects: list[Obj] = field(default_factory=list)
+
+    def kinds(self, kind: str) -> list[Obj]:
+        return [o for o in self.objects if o["kind"] == kind]
+
+
+def _docs(text: str) -> list[Obj]:
+    return [d for d in yaml.safe_load_all(text) if d is not None]
+
+
+def _slurm_conf_hosts(text: str) -> set[str]:
+    hosts: set[str] = set()
+    for line in text.splitlines():
+        match = re.match(r"^NodeName=(\S+)", line)
+        if match and match.group(1) != "DEFAULT":
+            hosts.update(expand(match.group(1)))
+    return hosts
+
+
+def _selector_of_terms(affinity: Obj) -> dict[str, str]:
+    (term,) = affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    selector = {}
+    for expression in term["matchExpressions"]:
+        assert expression["operator"] == "In" and len(expression["values"]) == 1, expression
+        selector[expression["key"]] = expression["values"][0]
+    return selector
+
+
+def _nodesets(values: dict[str, Obj]) -> list[NodeSet]:
+    """Slinky's NodeSets (`slurm` chart) or Soperator's (`nodesets` chart, with the node filters
+    of `slurm-cluster`, which must select the same nodes)."""
+    found = []
+    for name, entry in (values.get("slurm", {}).get("nodesets") or {}).items():
+        pod = entry.get("podSpec", {})
+        found.append(
+            NodeSet(name, pod.get("nodeSelector", {}), entry["replicas"], pod.get("tolerations", []))
+        )
+    filters = {f["name"]: f for f in values.get("slurm-cluster", {}).get("k8sNodeFilters", [])}
+    for entry in values.get("nodesets", {}).get("nodesets", []):
+        nodeset = NodeSet(
+            entry["name"], entry["nodeSelector"], entry["replicas"], entry.get("tolerations", [])
+        )
+        node_filter = filters[entry["name"]]
+        assert _selector_of_terms(node_filter["affinity"]) == nodeset.selector
+        assert node_filter["tolerations"] == nodeset.tolerations
+        found.append(nodeset)
+    return found
+
+
+def read(files: dict[str, str]) -> Rendered:
+    slurm_conf = files.get("slurm/slurm.conf")
+    releases = yaml.safe_load(files["helm/releases.yaml"])["releases"]
+    values = {r["name"]: yaml.safe_load(files[r["values_file"]]) or {} for r in releases}
+    objects = [
+        doc
+        for path, text in sorted(files.items())
+        if path.startswith("kubernetes/") and path != "kubernetes/manifest.yaml"
+        for doc in _docs(text)
+    ]
+    nodes = {n["metadata"]["name"]: n for n in objects if n["kind"] == "Node"}
+    flavors = {
+        f["metadata"]["name"]: f["spec"]["nodeLabels"] for f in objects if f["kind"] == "ResourceFlavor"
+    }
+    return Rendered(
+        slurm_hosts=_slurm_conf_hosts(slurm_conf) if slurm_conf else set(),
+        nodes=nodes,
+        nodesets=_nodesets(values),
+        flavors=flavors,
+        values=values,
+        objects=objects,
+    )
+
+
+def labels_of(node: Obj) -> dict[str, str]:
+    labels: dict[str, str] = node["metadata"].get("labels", {})
+    return labels
+
+
+def selects(selector: dict[str, str], node: Obj) -> bool:
+    return bool(selector) and selector.items() <= labels_of(node).items()
+
+
+def tolerates(tolerations: list[Obj], taint: Obj) -> bool:
+    """Kubernetes' rule: same key (or an empty key with Exists), value equal unless Exists, effect
+    equal unless the toleration leaves it empty."""
+    for toleration in tolerations:
+        operator = toleration.get("operator", "Equal")
+        key_ok = toleration.get("key", "") == taint["key"] or (
+            not toleration.get("key") and operator == "Exists"
+        )
+        value_ok = operator == "Exists" or toleration.get("value", "") == taint.get("value", "")
+        effect_ok = not toleration.get("effect") or toleration["effect"] == taint["effect"]
+        if key_ok and value_ok and effect_ok:
+            return True
+    return False
+
+
+OWNER_TAINT = {"key": OWNER_TAINT_KEY, "value": SLURM_PODS, "effect": OWNER_TAINT_EFFECT}
+
+
+def gpus_of(cluster: Cluster, node: Obj) -> int:
+    gpus = cluster.spec.node_types[labels_of(node)[NODE_TYPE_LABEL]].gpus
+    return gpus.count if gpus else 0
+
+
+# --- the checks, as functions returning problems (so that the negative tests can prove them) ------
+
+
+def ownership_problems(cluster: Cluster, files: Rendered) -> list[str]:
+    problems: list[str] = []
+    twice = files.slurm_hosts & set(files.nodes)
+    if twice:
+        problems.append(f"in slurm.conf and in nodes.yaml: {sorted(twice)}")
+    missing = set(cluster.hosts) - files.slurm_hosts - set(files.nodes)
+    if missing:
+        problems.append(f"hosts with no scheduler: {sorted(missing)}")
+    k8s = cluster.spec.kubernetes
+    assert k8s is not None
+    for name, node in files.nodes.items():
+        owner = labels_of(node).get(OWNER_LABEL)
+        nodesets = [n.name for n in files.nodesets if selects(n.selector, node)]
+        flavors = [f for f, labels in files.flavors.items() if selects(labels, node)]
+        node_type_flavors = [
+            f
+            for f, labels in files.flavors.items()
+            if labels.get(NODE_TYPE_LABEL) == labels_of(node)[NODE_TYPE_LABEL]
+        ]
+        tainted = [t for t in node.get("spec", {}).get("taints", []) if t["key"] == OWNER_TAINT_KEY]
+        pool = labels_of(node).get(KAI_NODE_POOL_LABEL)
+        if owner == SLURM_PODS:
+            if len(nodesets) != 1:
+                problems.append(f"{name}: slurm-on-kubernetes node selected by NodeSets {nodesets}")
+            if flavors:
+                problems.append(f"{name}: slurm-on-kubernetes node selected by Kueue flavors {flavors}")
+            if tainted != [OWNER_TAINT]:
+                problems.append(f"{name}: slurm-on-kubernetes node without the owner taint: {tainted}")
+            if k8s.kai.enabled and pool != KAI_UNSERVED_POOL:
+                problems.append(f"{name}: slurm-on-kubernetes node in KAI node pool {pool!r}")
+        elif owner == KUBERNETES:
+            if nodesets:
+                problems.append(f"{name}: kubernetes node selected by NodeSets {nodesets}")
+            if k8s.kueue.enabled and node_type_flavors and len(flavors) != 1:
+                problems.append(f"{name}: kubernetes node selected by Kueue flavors {flavors}")
+            if tainted:
+                problems.append(f"{name}: kubernetes node carries the owner taint")
+            if pool is not None:
+                problems.append(f"{name}: kubernetes node in KAI node pool {pool!r}")
+        else:
+            problems.append(f"{name}: owner label {owner!r}")
+    return problems
+
+
+def nodeset_problems(files: Rendered) -> list[str]:
+    problems = []
+    for nodeset in files.nodesets:
+        selected = [n for n in files.nodes.values() if selects(nodeset.selector, n)]
+        if nodeset.replicas != len(selected):
+            problems.append(f"NodeSet {nodeset.name}: {nodeset.replicas} replicas for {len(selected)} nodes")
+        if nodeset.selector.get(OWNER_LABEL) != SLURM_PODS:
+            problems.append(f"NodeSet {nodeset.name} does not select on the owner label: {nodeset.selector}")
+        for node in selected:
+            for taint in node.get("spec", {}).get("taints", []):
+                if not tolerates(nodeset.tolerations, taint):
+                    problems.append(
+                        f"NodeSet {nodeset.name} does not tolerate {taint} of {node['metadata']['name']}"
+                    )
+    return problems
+
+
+def _gpu_quota(resource_groups: list[Obj], flavor: str, field_name: str) -> int:
+    total = 0
+    for group in resource_groups:
+        for entry in group["flavors"]:
+            if entry["name"] == flavor:
+                total += sum(int(r.get(field_name, 0)) for r in entry["resources"] if r["name"] == GPU)
+    return total
+
+
+def kueue_problems(cluster: Cluster, files: Rendered) -> list[str]:
+    """Per flavor: nominal GPU quotas of every ClusterQueue and Cohort <= GPUs of the nodes it selects."""
+    problems = []
+    holders = files.kinds("ClusterQueue") + files.kinds("Cohort")
+    for flavor, labels in files.flavors.items():
+        capacity = sum(gpus_of(cluster, n) for n in files.nodes.values() if selects(labels, n))
+        nominal = sum(
+            _gpu_quota(h["spec"].get("resourceGroups", []), flavor, "nominalQuota") for h in holders
+        )
+        if nominal > capacity:
+            problems.append(f"flavor {flavor}: nominal GPU quotas {nominal} > {capacity} GPUs of its nodes")
+        for holder in holders:
+            groups = holder["spec"].get("resourceGroups", [])
+            ceiling = _gpu_quota(groups, flavor, "nominalQuota") + _gpu_quota(
+                groups, flavor, "borrowingLimit"
+            )
+            if ceiling > capacity:
+                problems.append(
+                    f"{holder['metadata']['name']} may hold {ceiling} GPUs of flavor {flavor} ({capacity})"
+                )
+    return problems
+
+
+def kai_problems(cluster: Cluster, files: Rendered) -> list[str]:
+    """The nodes KAI's default shard sees are those without the node-pool label; its root queue
+    holds their GPUs, every parent's children fit it, no limit exceeds the root."""
+    problems = []
+    queues = {q["metadata"]["name"]: q["spec"] for q in files.kinds("Queue")}
+    if not queues:
+        return problems
+    seen = sum(gpus_of(cluster, n) for n in files.nodes.values() if KAI_NODE_POOL_LABEL not in labels_of(n))
+    roots = [name for name, spec in queues.items() if "parentQueue" not in spec]
+    assert len(roots) == 1, roots
+    root = queues[roots[0]]["resources"]["gpu"]
+    if root["quota"] > seen or root["limit"] > seen:
+        problems.append(f"root queue {root} > {seen} GPUs KAI sees")
+    for name, spec in queues.items():
+        gpu = spec["resources"]["gpu"]
+        children = [s["resources"]["gpu"]["quota"] for s in queues.values() if s.get("parentQueue") == name]
+        if sum(children) > gpu["quota"]:
+            problems.append(f"queue {name}: children's quotas {sum(children)} > its {gpu['quota']}")
+        if gpu["limit"] > root["quota"] or gpu["limit"] < gpu["quota"]:
+            problems.append(
+                f"queue {name}: limit {gpu['limit']} (quota {gpu['quota']}, root {root['quota']})"
+            )
+    return problems
+
+
+# --- the example inventories -------------------------------------------------------------------
+
+
+def test_examples_have_every_owner() -> None:
+    """The checks below see both Kubernetes-side owners and bare-metal Slurm beside Kubernetes."""
+    owners = {owner for name in ("superpod", "nvl72", "gke-prod") for owner in cluster_of(name).owners}
+    assert {o.value for o in owners} == {"slurm", KUBERNETES, SLURM_PODS}
+
+
+def test_no_host_is_owned_twice(inventory: str) -> None:
+    assert ownership_problems(cluster_of(inventory), read(rendered(inventory))) == []
+
+
+def test_slurm_pod_replicas_match_their_nodes(inventory: str) -> None:
+    assert nodeset_problems(read(rendered(inventory))) == []
+
+
+def test_kueue_quotas_fit_the_nodes_of_their_flavors(inventory: str) -> None:
+    assert kueue_problems(cluster_of(inventory), read(rendered(inventory))) == []
+
+
+def test_kai_quotas_fit_the_nodes_kai_sees(inventory: str) -> None:
+    assert kai_problems(cluster_of(inventory), read(rendered(inventory))) == []
+
+
+def test_bare_metal_slurm_hosts_are_no_kubernetes_nodes() -> None:
+    files = read(rendered("superpod"))
+    assert len(files.slurm_hosts) == 96 and len(files.nodes) == 32
+    assert {labels_of(n)[OWNER_LABEL] for n in files.nodes.values()} == {KUBERNETES}
+    assert files.flavors == {"dgx-h100": {NODE_TYPE_LABEL: "dgx-h100", OWNER_LABEL: KUBERNETES}}
+
+
+def test_slinky_declares_gpus_for_pod_named_nodes(inventory: str) -> None:
+    """NodeSet pods are Slurm nodes named <nodeset>-<n>: gres.conf names no host (AutoDetect) and
+    each NodeSet declares its GPUs; topology.yaml and the partitions name only these nodes."""
+    files = read(rendered(inventory))
+    slurm = files.values.get("slurm")
+    if slurm is None:
+        return
+    cluster = cluster_of(inventory)
+    gres = slurm["configFiles"].get("gres.conf", "")
+    assert "NodeName" not in gres
+    nodesets = slurm["nodesets"]
+    for entry in nodesets.values():
+        node = next(n for n in files.nodes.values() if selects(entry["podSpec"]["nodeSelector"], n))
+        gpus = cluster.spec.node_types[labels_of(node)[NODE_TYPE_LABEL]].gpus
+        if gpus:
+            assert "AutoDetect=nvidia" in gres.splitlines()
+            assert entry["extraConfMap"]["Gres"] == [f"gpu:{gpus.model}:{gpus.count}"]
+    slurm_pod_nodes = {n for n, node in files.nodes.items() if labels_of(node)[OWNER_LABEL] == SLURM_PODS}
+    topology = slurm["configFiles"].get("topology.yaml")
+    if topology:
+        named = {h for entry in yaml.safe_load(topology) for h in _topology_hosts(entry)}
+        assert named == slurm_pod_nodes
+    for partition in slurm["partitions"].values():
+        assert partition["nodesets"] and set(partition["nodesets"]) <= set(nodesets)
+    bare_metal = re.findall(r"^PartitionName=(\S+)", rendered(inventory).get("slurm/slurm.conf", ""), re.M)
+    assert not set(bare_metal) & set(slurm["partitions"])
+
+
+def _topology_hosts(entry: Obj) -> list[str]:
+    hosts = []
+    for switch in entry.get("tree", {}).get("switches", []):
+        hosts += expand(switch["nodes"]) if "nodes" in switch else []
+    for block in entry.get("block", {}).get("blocks", []):
+        hosts += expand(block["nodes"])
+    return hosts
+
+
+def test_node_daemons_run_on_slurm_pod_nodes(inventory: str) -> None:
+    """The GPU Operator's, NFD's, the DRA driver's and the Network Operator's node daemons tolerate
+    the owner taint wherever some node carries it (their charts' keys; the NicClusterPolicy field)."""
+    files = read(rendered(inventory))
+    if not any(labels_of(n)[OWNER_LABEL] == SLURM_PODS for n in files.nodes.values()):
+        return
+    daemons: list[list[Obj]] = []
+    if "gpu-operator" in files.values:
+        values = files.values["gpu-operator"]
+        daemons.append(values["daemonsets"]["tolerations"])
+        if values["nfd"]["enabled"]:
+            daemons.append(values["node-feature-discovery"]["worker"]["tolerations"])
+    if "dra-driver-nvidia-gpu" in files.values:
+        daemons.append(files.values["dra-driver-nvidia-gpu"]["kubeletPlugin"]["tolerations"])
+    daemons += [p["spec"]["tolerations"] for p in files.kinds("NicClusterPolicy")]
+    assert daemons
+    for tolerations in daemons:
+        assert tolerates(tolerations, OWNER_TAINT)
+        assert tolerates(tolerations, {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"})
+
+
+def test_kai_pool_label_is_one_no_shard_serves(inventory: str) -> None:
+    """KAI reads the node-pool label key the nodes carry, and its only shard (the chart's default,
+    which gpucluster keeps) serves the nodes without that label."""
+    files = read(rendered(inventory))
+    values = files.values.get("kai-scheduler")
+    if values is None:
+        return
+    assert values["global"]["nodePoolLabelKey"] == KAI_NODE_POOL_LABEL
+    upstream = yaml.safe_load(catalogue(KAI_VALUES).read_text())
+    assert "nodePoolLabelKey" in upstream["global"]
+    assert upstream["defaultShard"] == {"enabled": True}  # no partitionLabelValue: nodes without the label
+    assert not files.kinds("SchedulingShard")
+    pools = {labels_of(n).get(KAI_NODE_POOL_LABEL) for n in files.nodes.values()} - {None}
+    assert pools <= {KAI_UNSERVED_POOL}
+
+
+def test_the_role_cleans_nodes_handed_back_to_kubernetes() -> None:
+    """Node patches are strategic merges (a JSON merge patch would replace every taint of the node);
+    a node handed back to Kubernetes (owner label rewritten, NodeSet label left) loses the owner taint,
+    its NodeSet label and KAI's unserved node pool, which a patch can only add."""
+    tasks = yaml.safe_load((REPO / "roles/gpu_workloads/tasks/apply.yml").read_text())
+    patch = next(t for t in tasks if t.get("kubernetes.core.k8s", {}).get("src"))
+    assert patch["kubernetes.core.k8s"]["merge_type"] == "strategic-merge"
+    find = next(t for t in tasks if "kubernetes.core.k8s_info" in t)
+    assert find["kubernetes.core.k8s_info"]["label_selectors"] == [
+        f"{OWNER_LABEL}={KUBERNETES}",
+        NODESET_LABEL,
+    ]
+    lift = next(t for t in tasks if "kubernetes.core.k8s_taint" in t)
+    assert lift["kubernetes.core.k8s_taint"]["state"] == "absent"
+    assert lift["kubernetes.core.k8s_taint"]["taints"] == [
+        {"key": OWNER_TAINT_KEY, "effect": OWNER_TAINT_EFFECT}
+    ]
+    drop = next(t for t in tasks if "definition" in t.get("kubernetes.core.k8s", {}))
+    labels = drop["kubernetes.core.k8s"]["definition"]["metadata"]["labels"]
+    assert all(text in labels for text in (NODESET_LABEL, KAI_NODE_POOL_LABEL, f"'{KAI_UNSERVED_POOL}'"))
+
+
+# --- Soperator instead of Slinky: the same guarantees --------------------------------------------
+
+
+def _variant(tmp_path: Path, base: str, edit: Callable[[Obj], None]) -> tuple[Cluster, Rendered]:
+    target = tmp_path / base
+    shutil.copytree(INVENTORIES / base, target)
+    path = target / "group_vars" / "all" / "cluster.yml"
+    data = yaml.safe_load(path.read_text())
+    edit(data["cluster"])
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    cluster = load_cluster(target)
+    return cluster, read(render_files(cluster, only=["slurm", "kubernetes", "helm"]))
+
+
+def test_soperator_selects_only_slurm_pod_nodes(tmp_path: Path) -> None:
+    def soperator(cluster: Obj) -> None:
+        cluster["kubernetes"]["slurm"] = {"operator": "soperator"}
+
+    cluster, files = _variant(tmp_path, "gke-prod", soperator)
+    assert [(n.name, n.replicas) for n in files.nodesets] == [("a3-mega", 16)]
+    assert ownership_problems(cluster, files) == []
+    assert nodeset_problems(files) == []
+    partitions = files.values["slurm-cluster"]["partitionConfiguration"]["partitions"]
+    assert {p["name"]: p["nodeSetRefs"] for p in partitions} == {"train": ["a3-mega"], "dev": ["a3-mega"]}
+
+
+# --- the checks catch what they are meant to ----------------------------------------------------
+
+
+def _stale_nodeset_label(files: Rendered) -> None:
+    """A Kubernetes-owned node that still carries the NodeSet label of its Slurm days."""
+    labels_of(files.nodes["gke-prod-a3mega-017"])[NODESET_LABEL] = files.nodesets[0].name
+
+
+def _gke() -> tuple[Cluster, Rendered]:
+    """gke-prod's model and a fresh copy of its rendered files, to mutate."""
+    return cluster_of("gke-prod"), read(rendered("gke-prod"))
+
+
+@pytest.mark.parametrize(
+    ("mutate", "expected"),
+    [
+        (
+            lambda f: labels_of(f.nodes["gke-prod-a3mega-017"]).update({OWNER_LABEL: SLURM_PODS}),
+            "by NodeSets []",
+        ),
+        # Without the owner label in its selector, a NodeSet would take a node with a stale NodeSet label.
+        (
+            lambda f: (f.nodesets[0].selector.pop(OWNER_LABEL), _stale_nodeset_label(f)),
+            "kubernetes node selected by NodeSets",
+        ),
+        (
+            lambda f: f.flavors["a3-mega"].pop(OWNER_LABEL),
+            "slurm-on-kubernetes node selected by Kueue flavors",
+        ),
+        (lambda f: f.nodes["gke-prod-a3mega-001"].pop("spec"), "without the owner taint"),
+        (lambda f: f.slurm_hosts.add("gke-prod-a3mega-001"), "in slurm.conf and in nodes.yaml"),
+        (lambda f: f.nodes.pop("gke-prod-a3mega-020"), "hosts with no scheduler"),
+    ],
+)
+def test_ownership_check_catches(mutate: Callable[[Rendered], object], expected: str) -> None:
+    cluster, files = _gke()
+    mutate(files)
+    problems = ownership_problems(cluster, files)
+    assert any(expected in p for p in problems), problems
+
+
+def test_a_stale_nodeset_label_selects_nothing() -> None:
+    """A node handed back to Kubernetes keeps labels nobody removes (merge patches); its owner label
+    is rewritten, and every NodeSet selects on it."""
+    cluster, files = _gke()
+    _stale_nodeset_label(files)
+    assert ownership_problems(cluster, files) == []
+    assert nodeset_problems(files) == []
+
+
+def test_nodeset_check_catches_wrong_replicas_and_tolerations() -> None:
+    files = read(rendered("gke-prod"))
+    files.nodesets[0].replicas += 1
+    files.nodesets[0].tolerations = [t for t in files.nodesets[0].tolerations if t["key"] != OWNER_TAINT_KEY]
+    problems = nodeset_problems(files)
+    assert any("17 replicas for 16 nodes" in p for p in problems)
+    assert any("does not tolerate" in p for p in problems)
+
+
+def test_quota_checks_catch_overcommitment() -> None:
+    cluster, files = _gke()
+    queue = files.kinds("ClusterQueue")[0]
+    gpu = next(r for r in queue["spec"]["resourceGroups"][0]["flavors"][0]["resources"] if r["name"] == GPU)
+    gpu["nominalQuota"] = 1000
+    assert any("nominal GPU quotas" in p for p in kueue_problems(cluster, files))
+    cluster, files = cluster_of("superpod"), read(rendered("superpod"))
+    # KAI sees only the 32 Kubernetes-owned DGX (256 GPUs): a root queue over the fleet is refused.
+    root = next(q for q in files.kinds("Queue") if "parentQueue" not in q["spec"])
+    root["spec"]["resources"]["gpu"]["quota"] = 1024
+    assert any("GPUs KAI sees" in p for p in kai_problems(cluster, files))
