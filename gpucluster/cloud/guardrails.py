@@ -12,9 +12,11 @@ from typing import TYPE_CHECKING
 
 from gpucluster.cloud.catalog import NEBIUS_CPU_PRESET_RE, known_gpu_machines, split_nebius
 from gpucluster.cloud.model import LABEL_VALUE_RE
-from gpucluster.cloud.plan import GPU_TAINT, CloudPlan, PoolPlan, plan_cloud
+from gpucluster.cloud.plan import CLOUD_OWNERS, GPU_TAINT, CloudPlan, PoolPlan, plan_cloud
 from gpucluster.errors import InventoryError, Problem, format_path
+from gpucluster.hostlists import compress
 from gpucluster.k8s.model import kubernetes_of
+from gpucluster.k8s.names import OWNER_LABEL, OWNER_TAINT_KEY
 
 if TYPE_CHECKING:  # the cluster module calls check_cloud; keep this import type-only
     from gpucluster.cluster import Cluster
@@ -57,9 +59,42 @@ class _Guard:
                 self.fail(pool.key, f"pool name `{pool.name}` is also made by {seen[pool.name]}")
             seen[pool.name] = pool.key
             self.check_pool(pool)
+        self.check_owners()
         self.check_driver()
         self.check_provider()
         return self.problems
+
+    def check_owners(self) -> None:
+        """A cloud node pool is a Kubernetes node pool: its hosts are owned by kubernetes or
+        slurm-on-kubernetes, never by bare-metal Slurm (slurmd beside kubelet: two schedulers)."""
+        pool_of = {h: p.name for p in self.plan.pools for h in p.hosts}
+        allowed = " or ".join(o.value for o in CLOUD_OWNERS)
+        inv = self.cluster.inventory
+        for index, entry in enumerate(self.cluster.spec.nodes):
+            if entry.owner is None or entry.owner in CLOUD_OWNERS:
+                continue  # a missing owner is reported by the core checks
+            hosts = inv.members(entry.group) if entry.group in inv.groups else [entry.group]
+            pooled = [h for h in hosts if h in pool_of]
+            if not pooled:
+                continue
+            pools = ", ".join(f"`{p}`" for p in dict.fromkeys(pool_of[h] for h in pooled))
+            self.fail(
+                ["nodes", index, "owner"],
+                f"hosts {compress(pooled)} are in cloud pool(s) {pools}, Kubernetes node pools: their "
+                f"owner must be {allowed}, not {entry.owner} (bare-metal slurmd beside kubelet would be "
+                "two schedulers)",
+            )
+        for type_name, settings in self.cloud.pools.items():
+            if OWNER_LABEL in settings.labels:
+                self.fail(
+                    f"cluster.cloud.pools.{type_name}.labels",
+                    f"{OWNER_LABEL} comes from cluster.nodes[].owner; do not set it here",
+                )
+            if any(t.key == OWNER_TAINT_KEY for t in settings.taints or []):
+                self.fail(
+                    f"cluster.cloud.pools.{type_name}.taints",
+                    f"the {OWNER_TAINT_KEY} taint comes from cluster.nodes[].owner; do not set it here",
+                )
 
     def check_aks_names(self) -> None:
         """AKS pool names are cut to 12 characters; two pools must not end up with the same one."""

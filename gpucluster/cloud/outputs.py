@@ -32,11 +32,13 @@ PLATFORM = {"aws": "eks", "gcp": "gke", "azure": "aks", "nebius": "generic"}
 
 
 def pool_facts(pool: PoolPlan) -> dict[str, Any]:
-    """What a pool is, as plain data (inventory hosts it stands for, GPUs, placement, scheduling)."""
+    """What a pool is, as plain data (inventory hosts it stands for, its one scheduler, GPUs,
+    placement, scheduling)."""
     return {
         "node_type": pool.node_type,
         "size": pool.size,
         "hosts": compress(list(pool.hosts)),
+        "owner": pool.owner.value if pool.owner else None,
         "instance_type": pool.instance_type,
         "gpus_per_node": pool.gpus,
         "gpus": pool.gpus * pool.size,

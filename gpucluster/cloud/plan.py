@@ -1,8 +1,10 @@
 """The inventory resolved to cloud node pools: what every stack builds, computed once.
 
-A pool is the hosts of one node type in one fabric unit (leaf switch or NVLink block): its size is
-the number of those hosts, its GPUs per node come from the node type, and its labels are the fabric
-labels all its hosts share, so the Kubernetes layer sees the same topology the Slurm configs use.
+A pool is the hosts of one node type, one owner and one fabric unit (leaf switch or NVLink block):
+its size is the number of those hosts, its GPUs per node come from the node type, and its labels are
+the fabric labels all its hosts share, so the Kubernetes layer sees the same topology the Slurm
+configs use. A pool never mixes owners: it carries its owner's label, and a slurm-on-kubernetes pool
+also the owner taint, so only the Slurm-on-Kubernetes pods land there.
 """
 
 from __future__ import annotations
@@ -15,13 +17,31 @@ from typing import TYPE_CHECKING, Literal, TypeVar
 from gpucluster.cloud.catalog import GpuMachine, gpu_machine
 from gpucluster.cloud.model import Capacity, CloudSpec, PoolSettings, Taint, cloud_of
 from gpucluster.k8s.model import KubernetesSpec, kubernetes_of
-from gpucluster.k8s.names import GPU_TAINT_KEY, host_labels
+from gpucluster.k8s.names import (
+    GPU_TAINT_KEY,
+    KAI_NODE_POOL_LABEL,
+    KAI_UNSERVED_POOL,
+    NODESET_LABEL,
+    OWNER_LABEL,
+    host_labels,
+    k8s_name,
+    nodeset_groups,
+)
+from gpucluster.k8s.owners import owner_taint
+from gpucluster.modelbase import Owner
 
 if TYPE_CHECKING:  # the cluster module runs the cloud checks; keep this import type-only
     from gpucluster.cluster import Cluster
 
 GPU_TAINT = Taint(key=GPU_TAINT_KEY, value="present", effect="NoSchedule")
 POOL_LABEL = "gpucluster.io/pool"
+# Only Slurm on Kubernetes (Slinky/Soperator slurmd pods, which tolerate it) and the node daemons
+# may run on its nodes: the Kubernetes layer's taint (and effect), so the NodeSets' toleration matches.
+OWNER_TAINT = Taint(**owner_taint())
+# Owners a cloud node pool may have: it is a Kubernetes node pool (kubelet on every node).
+CLOUD_OWNERS = (Owner.KUBERNETES, Owner.SLURM_ON_KUBERNETES)
+# Pool name part when a node type's hosts have several owners.
+OWNER_NAME = {Owner.KUBERNETES: "k8s", Owner.SLURM_ON_KUBERNETES: "slurm", Owner.SLURM: "metal"}
 # Taint effects as the GKE, EKS and Nebius mk8s APIs spell them.
 TAINT_EFFECT_ENUM = {
     "NoSchedule": "NO_SCHEDULE",
@@ -41,6 +61,7 @@ class PoolPlan:
     node_type: str
     key: str  # inventory key path of the pool's settings, for messages
     hosts: tuple[str, ...]
+    owner: Owner | None  # None only in an inventory that failed to say (reported by the core checks)
     instance_type: str | None
     gpus: int  # per node, from the inventory node type
     gpu_model: str | None
@@ -129,6 +150,41 @@ def fabric_units(cluster: Cluster, hosts: list[str], split_by: str) -> list[tupl
     return list(units.items())
 
 
+def owner_taints(owner: Owner | None) -> list[Taint]:
+    """Taints a pool gets for its owner (besides the GPU taint)."""
+    return [OWNER_TAINT] if owner == Owner.SLURM_ON_KUBERNETES else []
+
+
+def nodesets(cluster: Cluster, k8s: KubernetesSpec | None) -> dict[str, str]:
+    """Slurm-on-Kubernetes host -> its NodeSet, as the Kubernetes layer groups them (the NodeSet's
+    pods select the owner label and `gpucluster.io/slurm-nodeset`, so a pool must carry both)."""
+    if k8s is None or k8s.slurm is None:
+        return {}
+    view = cluster.owned_by(Owner.SLURM_ON_KUBERNETES)
+    return {host: group.name for group in nodeset_groups(view) for host in group.hosts}
+
+
+def schedulers(
+    cluster: Cluster, hosts: list[str], nodeset_of: dict[str, str]
+) -> list[tuple[Owner | None, str | None, list[str]]]:
+    """Hosts grouped by owner and NodeSet, in host order: a pool never mixes either."""
+    groups: dict[tuple[Owner | None, str | None], list[str]] = {}
+    for host in hosts:
+        groups.setdefault((cluster.owner_of.get(host), nodeset_of.get(host)), []).append(host)
+    return [(owner, nodeset, members) for (owner, nodeset), members in groups.items()]
+
+
+def owner_labels(owner: Owner | None, nodeset: str | None, k8s: KubernetesSpec | None) -> dict[str, str]:
+    """The labels the Kubernetes layer gives a node of this owner: the owner label, and for Slurm on
+    Kubernetes its NodeSet and (with KAI) a KAI node pool no scheduling shard serves."""
+    labels = {OWNER_LABEL: owner.value} if owner is not None else {}
+    if nodeset is not None:
+        labels[NODESET_LABEL] = nodeset
+    if owner == Owner.SLURM_ON_KUBERNETES and k8s is not None and k8s.kai.enabled:
+        labels[KAI_NODE_POOL_LABEL] = KAI_UNSERVED_POOL
+    return labels
+
+
 def plan_cloud(cluster: Cluster) -> CloudPlan | None:
     """Pools of every node type, or None when the inventory has no `cloud:` section."""
     cloud = cloud_of(cluster)
@@ -138,6 +194,7 @@ def plan_cloud(cluster: Cluster) -> CloudPlan | None:
     version = cloud.kubernetes_version
     if version is None and k8s is not None:
         version = ".".join(k8s.version.split(".")[:2])
+    nodeset_of = nodesets(cluster, k8s)
     pools: list[PoolPlan] = []
     for type_name, hosts in cluster.hosts_by_type.items():
         node_type = cluster.spec.node_types[type_name]
@@ -150,27 +207,38 @@ def plan_cloud(cluster: Cluster) -> CloudPlan | None:
         instance_type = settings.instance_type or node_type.instance_type
         gpus = node_type.gpus.count if node_type.gpus else 0
         taints = settings.taints if settings.taints is not None else ([GPU_TAINT] if gpus else [])
-        units = fabric_units(cluster, hosts, settings.split_by)
-        for unit, members in units:
-            name = cloud_name(cluster.name, type_name, *([unit] if unit and len(units) > 1 else []))
-            labels = {**shared_labels(cluster, members), **settings.labels}
-            labels[POOL_LABEL] = name
-            pools.append(
-                PoolPlan(
-                    name=name,
-                    node_type=type_name,
-                    key=key,
-                    hosts=tuple(members),
-                    instance_type=instance_type,
-                    gpus=gpus,
-                    gpu_model=node_type.gpus.model if node_type.gpus else None,
-                    machine=gpu_machine(cloud.provider, instance_type) if instance_type else None,
-                    settings=settings,
-                    zone=settings.zone or (cloud.zones[0] if cloud.zones else None),
-                    taints=tuple(taints),
-                    labels=labels,
+        # Names keep their unit part when the node type spans several units, and gain an owner part
+        # only when its hosts have several owners, a NodeSet part only when one owner's hosts form
+        # several NodeSets (so a node type with one owner keeps its pool names).
+        split = len(fabric_units(cluster, hosts, settings.split_by)) > 1
+        groups = schedulers(cluster, hosts, nodeset_of)
+        owner_count = len({owner for owner, _, _ in groups})
+        for owner, nodeset, owned in groups:
+            parts = [OWNER_NAME[owner] if owner else "unowned"] if owner_count > 1 else []
+            if nodeset is not None and sum(1 for o, _, _ in groups if o == owner) > 1:
+                parts.append(nodeset.removeprefix(k8s_name(type_name)).strip("-") or nodeset)
+            for unit, members in fabric_units(cluster, owned, settings.split_by):
+                name = cloud_name(cluster.name, type_name, *parts, *([unit] if unit and split else []))
+                labels = {**shared_labels(cluster, members), **settings.labels}
+                labels[POOL_LABEL] = name
+                labels.update(owner_labels(owner, nodeset, k8s))
+                pools.append(
+                    PoolPlan(
+                        name=name,
+                        node_type=type_name,
+                        key=key,
+                        hosts=tuple(members),
+                        owner=owner,
+                        instance_type=instance_type,
+                        gpus=gpus,
+                        gpu_model=node_type.gpus.model if node_type.gpus else None,
+                        machine=gpu_machine(cloud.provider, instance_type) if instance_type else None,
+                        settings=settings,
+                        zone=settings.zone or (cloud.zones[0] if cloud.zones else None),
+                        taints=tuple(taints + [t for t in owner_taints(owner) if t not in taints]),
+                        labels=labels,
+                    )
                 )
-            )
     return CloudPlan(
         cluster_name=cluster.name,
         cloud=cloud,

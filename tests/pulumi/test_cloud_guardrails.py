@@ -7,13 +7,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from cloud_harness import REPO, inventory_copy
 
 from gpucluster.cloud.catalog import gpu_machine
 from gpucluster.cloud.guardrails import aks_pool_name, enforce
-from gpucluster.cloud.plan import GPU_TAINT, plan_cloud
+from gpucluster.cloud.plan import GPU_TAINT, OWNER_TAINT, plan_cloud
 from gpucluster.errors import InventoryError
 from gpucluster.k8s.names import host_labels, topology_levels
+from gpucluster.k8s.objects import node_objects
 from gpucluster.layers import load_cluster
 
 Edit = Callable[[dict[str, Any]], None]
@@ -176,13 +178,34 @@ def set_key(*path: str, value: Any) -> Edit:
                 },
             ),
             "cluster.cloud.pools.a3",
-            "GKE node pool name `gcp-prod-a3-a-very-long-leaf-switch-name-x` is longer than 40",
+            "GKE node pool name `gcp-prod-a3-slurm-a-very-long-leaf-switch-name-x` is longer than 40",
         ),
         (
             "gcp-dev",
             set_key("cloud", "pools", "a3", "capacity", value={"type": "capacity_block", "reservation": "r"}),
             "cluster.cloud.pools.a3.capacity.type",
             "Capacity Blocks are an AWS purchase option",
+        ),
+        (
+            "aws-dev",
+            set_key("cloud", "pools", "p4d", "labels", value={"gpucluster.io/owner": "kubernetes"}),
+            "cluster.cloud.pools.p4d.labels",
+            "gpucluster.io/owner comes from cluster.nodes[].owner",
+        ),
+        (
+            "gcp-prod",
+            set_key(
+                "cloud",
+                "pools",
+                "a3",
+                "taints",
+                value=[
+                    {"key": "nvidia.com/gpu", "value": "present"},
+                    {"key": "gpucluster.io/owner", "value": "kubernetes"},
+                ],
+            ),
+            "cluster.cloud.pools.a3.taints",
+            "the gpucluster.io/owner taint comes from cluster.nodes[].owner",
         ),
     ],
 )
@@ -200,6 +223,123 @@ def test_problem_carries_file_and_line(tmp_path: Path) -> None:
     lines = (broken / "group_vars/all/cluster.yml").read_text().splitlines()
     assert problem.file.endswith("group_vars/all/cluster.yml")
     assert problem.line is not None and lines[problem.line - 1].strip() == "auto_upgrade: true"
+
+
+def test_cloud_pool_hosts_must_not_be_owned_by_bare_metal_slurm(tmp_path: Path) -> None:
+    def bare_metal_block(cluster: dict[str, Any]) -> None:
+        # Block 2 handed to bare-metal Slurm, in a partition of its own: valid for the core model,
+        # but its hosts would be nodes of a GKE pool (kubelet) running slurmd too.
+        cluster["nodes"][1]["owner"] = "slurm"
+        cluster["partitions"].append({"name": "metal", "nodes": ["gpu_block2"]})
+        cluster["tenants"] = []
+        cluster["kubernetes"]["kueue"] = {"enabled": False}  # no Kubernetes-owned nodes left for it
+
+    broken = inventory_copy(tmp_path, "gcp-prod", bare_metal_block)
+    with pytest.raises(InventoryError) as caught:
+        load_cluster(broken)
+    (problem,) = caught.value.problems
+    assert problem.path == "cluster.nodes[1].owner"
+    assert problem.message == (
+        "hosts a3-[09-16] are in cloud pool(s) `gcp-prod-a3-metal-rack2`, Kubernetes node pools: their "
+        "owner must be kubernetes or slurm-on-kubernetes, not slurm (bare-metal slurmd beside kubelet "
+        "would be two schedulers)"
+    )
+    lines = (broken / "group_vars/all/cluster.yml").read_text().splitlines()
+    assert problem.line is not None and lines[problem.line - 1].strip() == "owner: slurm"
+    rendered = str(caught.value)
+    assert "group_vars/all/cluster.yml:" in rendered and "cluster.nodes[1].owner: hosts" in rendered
+
+
+def test_pools_never_mix_owners() -> None:
+    cluster = load_cluster(REPO / "inventories" / "gcp-prod")
+    plan = plan_cloud(cluster)
+    assert plan is not None
+    assert [(p.name, p.size, p.owner) for p in plan.pools] == [
+        ("gcp-prod-a3-slurm-rack1", 8, "slurm-on-kubernetes"),
+        ("gcp-prod-a3-k8s-rack2", 8, "kubernetes"),
+    ]
+    slinky, plain = plan.pools
+    assert slinky.taints == (GPU_TAINT, OWNER_TAINT)
+    assert OWNER_TAINT.kubectl_form == "gpucluster.io/owner=slurm-on-kubernetes:NoExecute"
+    assert slinky.labels["gpucluster.io/slurm-nodeset"] == "a3"
+    assert "gpucluster.io/slurm-nodeset" not in plain.labels
+    assert plain.taints == (GPU_TAINT,)
+    for pool in plan.pools:
+        assert {cluster.owner_of[h] for h in pool.hosts} == {pool.owner}
+        assert pool.labels["gpucluster.io/owner"] == pool.owner
+    # A single-owner node type keeps its pool names (no owner part).
+    aws = plan_cloud(load_cluster(REPO / "inventories" / "aws-prod"))
+    assert aws is not None and [p.name for p in aws.pools] == ["aws-prod-p5-leaf-pg1", "aws-prod-p5-leaf-pg2"]
+
+
+def test_owner_split_inside_one_fabric_unit(tmp_path: Path) -> None:
+    """Two owners under the same leaf: two pools of that leaf, named by owner."""
+
+    def split_leaf(cluster: dict[str, Any]) -> None:
+        cluster["nodes"] = [
+            {"group": "slinky", "type": "p5", "owner": "slurm-on-kubernetes"},
+            {"group": "plain", "type": "p5", "owner": "kubernetes"},
+        ]
+        cluster["partitions"] = [{"name": "batch", "nodes": ["slinky"]}]
+        cluster["kubernetes"]["slurm"] = {"operator": "slinky"}
+
+    inventory = inventory_copy(tmp_path, "aws-prod", split_leaf)
+    hosts = yaml.safe_load((inventory / "hosts.yml").read_text())
+    hosts["all"]["children"]["slinky"] = {"hosts": {"p5-[01:04]": None}}
+    hosts["all"]["children"]["plain"] = {"hosts": {"p5-[05:16]": None}}
+    (inventory / "hosts.yml").write_text(yaml.safe_dump(hosts))
+    plan = plan_cloud(load_cluster(inventory))
+    assert plan is not None
+    assert [(p.name, p.size, p.owner) for p in plan.pools] == [
+        ("aws-prod-p5-slurm-leaf-pg1", 4, "slurm-on-kubernetes"),
+        ("aws-prod-p5-k8s-leaf-pg1", 4, "kubernetes"),
+        ("aws-prod-p5-k8s-leaf-pg2", 8, "kubernetes"),
+    ]
+
+
+@pytest.mark.parametrize("kai", [False, True])
+def test_pools_carry_the_owner_labels_and_taints_the_kubernetes_layer_gives_their_nodes(
+    tmp_path: Path, kai: bool
+) -> None:
+    """Cloud nodes are not named like inventory hosts, so the Kubernetes layer's node patches do not
+    reach them: the pool must carry what they would set (owner, NodeSet, KAI node pool, owner taint)."""
+    inventory = inventory_copy(tmp_path, "gcp-prod", set_key("kubernetes", "kai", value={"enabled": kai}))
+    cluster = load_cluster(inventory)
+    assert cluster.spec.kubernetes is not None
+    plan = plan_cloud(cluster)
+    assert plan is not None
+    nodes = {n["metadata"]["name"]: n for n in node_objects(cluster, cluster.spec.kubernetes)}
+    owned = ("gpucluster.io/owner", "gpucluster.io/slurm-nodeset", "kai.scheduler/node-pool")
+    for pool in plan.pools:
+        taints = [t.model_dump() for t in pool.taints]
+        for host in pool.hosts:
+            labels = nodes[host]["metadata"]["labels"]
+            assert {k: v for k, v in labels.items() if k in owned} == {
+                k: v for k, v in pool.labels.items() if k in owned
+            }
+            assert all(t in taints for t in nodes[host].get("spec", {}).get("taints", []))
+        assert ("kai.scheduler/node-pool" in pool.labels) == (kai and pool.owner == "slurm-on-kubernetes")
+
+
+def test_slurm_on_kubernetes_pools_split_by_nodeset(tmp_path: Path) -> None:
+    """Hosts of one type in different partitions are different NodeSets: one pool each."""
+
+    def two_partitions(cluster: dict[str, Any]) -> None:
+        for entry in cluster["nodes"]:
+            entry["owner"] = "slurm-on-kubernetes"
+        cluster["partitions"] = [
+            {"name": "train", "nodes": ["gpu_block1"], "default": True},
+            {"name": "debug", "nodes": ["gpu_block2"]},
+        ]
+        cluster["tenants"] = []
+        cluster["kubernetes"]["kueue"] = {"enabled": False}  # no Kubernetes-owned nodes left for it
+
+    plan = plan_cloud(load_cluster(inventory_copy(tmp_path, "gcp-prod", two_partitions)))
+    assert plan is not None
+    assert [(p.name, p.labels["gpucluster.io/slurm-nodeset"]) for p in plan.pools] == [
+        ("gcp-prod-a3-train-rack1", "a3-train"),
+        ("gcp-prod-a3-debug-rack2", "a3-debug"),
+    ]
 
 
 def test_unknown_key_in_cloud_section_is_refused(tmp_path: Path) -> None:

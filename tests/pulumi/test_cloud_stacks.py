@@ -29,7 +29,11 @@ COMPONENT = {
     "azure": "gpucluster:azure:GpuNodePool",
     "nebius": "gpucluster:nebius:GpuNodeGroup",
 }
-GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present"}
+GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+OWNER_LABEL = "gpucluster.io/owner"
+# NoExecute, as the Kubernetes layer taints its nodes and the NodeSets tolerate it.
+OWNER_TAINT = {"key": "gpucluster.io/owner", "value": "slurm-on-kubernetes", "effect": "NoExecute"}
+ENUM_EFFECT = {"NoSchedule": "NO_SCHEDULE", "NoExecute": "NO_EXECUTE"}
 
 
 def plan_of(cloud: str, stack: str) -> CloudPlan:
@@ -59,15 +63,32 @@ def pool_labels(cloud: str, inputs: dict[str, Any]) -> dict[str, str]:
     return dict(inputs["template"]["metadata"]["labels"])
 
 
-def has_gpu_taint(cloud: str, inputs: dict[str, Any]) -> bool:
+def pool_taints(cloud: str, inputs: dict[str, Any]) -> list[Any]:
+    """The taints as the provider takes them: AKS `key=value:Effect` strings, the others
+    {key, value, effect} with the effect in enum form (EKS taints, GKE node_config, mk8s template)."""
+    return list(
+        {
+            "aws": lambda: inputs.get("taints", []),
+            "gcp": lambda: inputs["nodeConfig"].get("taints", []),
+            "azure": lambda: inputs.get("nodeTaints", []),
+            "nebius": lambda: inputs["template"].get("taints", []),
+        }[cloud]()
+    )
+
+
+def provider_taint(cloud: str, taint: dict[str, str]) -> Any:
+    """A taint in the provider's own format."""
     if cloud == "azure":
-        return "nvidia.com/gpu=present:NoSchedule" in inputs["nodeTaints"]
-    taints = {
-        "aws": lambda: inputs["taints"],
-        "gcp": lambda: inputs["nodeConfig"]["taints"],
-        "nebius": lambda: inputs["template"]["taints"],
-    }[cloud]()
-    return {**GPU_TAINT, "effect": "NO_SCHEDULE"} in taints
+        return f"{taint['key']}={taint['value']}:{taint['effect']}"
+    return {**taint, "effect": ENUM_EFFECT[taint["effect"]]}
+
+
+def has_gpu_taint(cloud: str, inputs: dict[str, Any]) -> bool:
+    return provider_taint(cloud, GPU_TAINT) in pool_taints(cloud, inputs)
+
+
+def has_owner_taint(cloud: str, inputs: dict[str, Any]) -> bool:
+    return provider_taint(cloud, OWNER_TAINT) in pool_taints(cloud, inputs)
 
 
 def pool_resource(cloud: str, run: StackRun, pool_name: str) -> dict[str, Any]:
@@ -87,6 +108,7 @@ def test_every_inventory_pool_becomes_a_tainted_labelled_pool_of_its_size(stack_
     assert len(run.resources) > 5
     assert len(run.of_type(COMPONENT[cloud])) == len(plan.pools) > 0
     hosts = 0
+    cluster = load_cluster(plan_inventory(cloud, stack_run[1]))
     for pool in plan.pools:
         inputs = pool_resource(cloud, run, pool.name)
         assert pool_size(cloud, inputs) == pool.size == len(pool.hosts)
@@ -94,8 +116,71 @@ def test_every_inventory_pool_becomes_a_tainted_labelled_pool_of_its_size(stack_
         assert pool.labels["gpucluster.io/node-type"] == pool.node_type
         assert has_gpu_taint(cloud, inputs)
         hosts += pool.size
-    cluster = load_cluster(plan_inventory(cloud, stack_run[1]))
     assert hosts == len(cluster.hosts)
+
+
+def test_every_pool_carries_its_one_owner_and_slurm_on_kubernetes_pools_are_tainted(
+    stack_run: Any,
+) -> None:
+    cloud, stack, run, plan = stack_run
+    cluster = load_cluster(plan_inventory(cloud, stack))
+    for pool in plan.gpu_pools:
+        inputs = pool_resource(cloud, run, pool.name)
+        (owner,) = {cluster.owner_of[h] for h in pool.hosts}  # a pool never mixes owners
+        assert owner in ("kubernetes", "slurm-on-kubernetes")
+        assert pool_labels(cloud, inputs)[OWNER_LABEL] == owner
+        assert has_owner_taint(cloud, inputs) == (owner == "slurm-on-kubernetes")
+        taints = pool_taints(cloud, inputs)
+        assert len(taints) == (2 if owner == "slurm-on-kubernetes" else 1)
+        assert run.outputs["pools"][pool.name]["owner"] == owner
+
+
+def test_gcp_prod_slinky_pool_next_to_a_kubernetes_pool() -> None:
+    run = run_stack("gcp", "prod")
+    slinky = pool_resource("gcp", run, "gcp-prod-a3-slurm-rack1")["nodeConfig"]
+    plain = pool_resource("gcp", run, "gcp-prod-a3-k8s-rack2")["nodeConfig"]
+    assert slinky["labels"][OWNER_LABEL] == "slurm-on-kubernetes"
+    assert slinky["taints"] == [
+        {"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"},
+        {"key": "gpucluster.io/owner", "value": "slurm-on-kubernetes", "effect": "NO_EXECUTE"},
+    ]
+    assert plain["labels"][OWNER_LABEL] == "kubernetes"
+    assert plain["taints"] == [{"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}]
+    facts = run.outputs["pools"]
+    assert facts["gcp-prod-a3-slurm-rack1"]["hosts"] == "a3-[01-08]"
+    assert facts["gcp-prod-a3-slurm-rack1"]["taints"] == [
+        "nvidia.com/gpu=present:NoSchedule",
+        "gpucluster.io/owner=slurm-on-kubernetes:NoExecute",
+    ]
+    assert facts["gcp-prod-a3-k8s-rack2"]["hosts"] == "a3-[09-16]"
+
+
+@pytest.mark.parametrize("cloud", CLOUDS)
+def test_slurm_on_kubernetes_pool_has_the_owner_taint_in_the_providers_format(
+    tmp_path: Path, cloud: str
+) -> None:
+    """Each provider's taint format, for a pool owned by Slurm on Kubernetes (the prod inventory,
+    made wholly slurm-on-kubernetes)."""
+    inventory = inventory_copy(tmp_path, f"{cloud}-prod", slinky_everywhere)
+    run = run_stack(cloud, "prod", {f"gpucluster-{cloud}:inventory": str(inventory)})
+    plan = plan_cloud(load_cluster(inventory))
+    assert plan is not None and plan.pools
+    for pool in plan.pools:
+        inputs = pool_resource(cloud, run, pool.name)
+        assert pool_labels(cloud, inputs)[OWNER_LABEL] == "slurm-on-kubernetes"
+        expected = [provider_taint(cloud, GPU_TAINT), provider_taint(cloud, OWNER_TAINT)]
+        assert pool_taints(cloud, inputs) == expected
+
+
+def slinky_everywhere(cluster: dict[str, Any]) -> None:
+    """Every GPU group owned by Slurm on Kubernetes (Slinky), in one partition."""
+    groups = [entry["group"] for entry in cluster["nodes"]]
+    for entry in cluster["nodes"]:
+        entry["owner"] = "slurm-on-kubernetes"
+    cluster["partitions"] = [{"name": "batch", "nodes": groups, "default": True}]
+    cluster["tenants"] = []
+    cluster["kubernetes"]["slurm"] = {"operator": "slinky"}
+    cluster["kubernetes"]["kueue"] = {"enabled": False}  # no Kubernetes-owned nodes left for it
 
 
 def plan_inventory(cloud: str, stack: str) -> Path:
@@ -111,7 +196,8 @@ def test_outputs_kubeconfig_secret_pool_facts_and_ansible_inventory(stack_run: A
     assert set(facts) == {p.name for p in plan.pools}
     for pool in plan.pools:
         assert facts[pool.name]["gpus"] == pool.size * pool.gpus
-        assert facts[pool.name]["taints"] == ["nvidia.com/gpu=present:NoSchedule"]
+        assert facts[pool.name]["taints"][0] == "nvidia.com/gpu=present:NoSchedule"
+        assert facts[pool.name]["taints"] == [t.kubectl_form for t in pool.taints]
     inventory = yaml.safe_load(run.outputs["ansibleInventory"])
     api = inventory["all"]["children"]["kubernetes_api"]
     assert api["hosts"] == {"localhost": {"ansible_connection": "local"}}
@@ -220,7 +306,7 @@ def test_azure_prod_pools_skip_the_driver_and_use_proximity_placement() -> None:
     assert run.outputs["kubeconfig"].startswith("apiVersion: v1")
 
 
-def test_azure_dev_without_kubernetes_layer_lets_aks_install_the_driver() -> None:
+def test_azure_dev_gpu_operator_leaves_the_driver_to_aks() -> None:
     run = run_stack("azure", "dev")
     assert run.one("azure-native:containerservice:AgentPool", "azure-dev-nd").inputs["gpuProfile"] == {
         "driver": "Install"
@@ -317,8 +403,7 @@ def test_cpu_node_type_gets_an_untainted_pool_without_efa(tmp_path: Path) -> Non
             "memory_mb": 250000,
             "instance_type": "m7i.16xlarge",
         }
-        cluster["nodes"].append({"group": "cpu", "type": "cpu"})
-        cluster["partitions"].append({"name": "cpu", "nodes": ["cpu"]})
+        cluster["nodes"].append({"group": "cpu", "type": "cpu", "owner": "kubernetes"})
 
     inventory = inventory_copy(tmp_path, "aws-dev", add_cpu_nodes)
     hosts = yaml.safe_load((inventory / "hosts.yml").read_text())
@@ -328,6 +413,7 @@ def test_cpu_node_type_gets_an_untainted_pool_without_efa(tmp_path: Path) -> Non
     group = run.one("eks:index:ManagedNodeGroup", "aws-dev-cpu").inputs
     assert group["amiType"] == "AL2023_x86_64_STANDARD"
     assert group.get("taints", []) == []
+    assert group["labels"][OWNER_LABEL] == "kubernetes"
     assert group["scalingConfig"]["desiredSize"] == 2
     template = run.one("aws:ec2/launchTemplate:LaunchTemplate", "aws-dev-cpu").inputs
     assert template["instanceType"] == "m7i.16xlarge" and "networkInterfaces" not in template
@@ -338,8 +424,17 @@ def test_cpu_node_type_gets_an_untainted_pool_without_efa(tmp_path: Path) -> Non
     ]
 
 
-def test_install_kubernetes_without_a_kubernetes_section_stops_first() -> None:
-    message, _ = stopped("nebius", "dev", {"gpucluster-nebius:installKubernetes": True})
+def test_install_kubernetes_without_a_kubernetes_section_stops_first(tmp_path: Path) -> None:
+    def without_kubernetes(cluster: dict[str, Any]) -> None:
+        del cluster["kubernetes"]
+        cluster["cloud"]["kubernetes_version"] = "1.32"
+
+    inventory = inventory_copy(tmp_path, "nebius-dev", without_kubernetes)
+    message, _ = stopped(
+        "nebius",
+        "dev",
+        {"gpucluster-nebius:installKubernetes": True, "gpucluster-nebius:inventory": str(inventory)},
+    )
     assert (
         "stacks/nebius/Pulumi.dev.yaml: gpucluster-nebius:installKubernetes: the inventory nebius-dev"
         in message
