@@ -7,6 +7,7 @@ Kubernetes side is rendered (no API server here) and checked in the rendered obj
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -24,6 +25,8 @@ from .conftest import Lab
 
 pytestmark = pytest.mark.lab
 MOVING = "gpu04"
+# The job on the moving node runs until the test has seen the drain, then ends normally.
+RELEASE = "/tmp/gpucluster-move-release"
 
 
 def _state(lab_cluster: Lab, job: str) -> str:
@@ -37,8 +40,11 @@ def _running(lab_cluster: Lab, job: str) -> bool:
 
 
 def test_node_moves_to_kubernetes_and_back(lab_cluster: Lab) -> None:
-    moving_job = lab_cluster.submit(f"--nodelist={MOVING}", "--wrap=sleep 25", user="alice")
-    other_job = lab_cluster.submit("--nodelist=gpu01", "--wrap=sleep 240", user="bob")
+    lab_cluster.sh("rm", "-f", RELEASE, host=MOVING)
+    moving_job = lab_cluster.submit(
+        f"--nodelist={MOVING}", f"--wrap=while [ ! -e {RELEASE} ]; do sleep 1; done", user="alice"
+    )
+    other_job = lab_cluster.submit("--nodelist=gpu01", "--wrap=sleep 900", user="bob")
     lab_cluster.wait(
         lambda: _running(lab_cluster, moving_job) and _running(lab_cluster, other_job), 30, "both jobs"
     )
@@ -59,17 +65,32 @@ def test_node_moves_to_kubernetes_and_back(lab_cluster: Lab) -> None:
     mover = threading.Thread(target=move)
     mover.start()
     try:
-        # From the moment the move begins, nothing new starts on the node.
-        lab_cluster.wait(
-            lambda: "drain" in lab_cluster.node_states().get(MOVING, ""), 120, f"{MOVING} drained"
-        )
-        reason = lab_cluster.ok("sinfo", "--noheader", "--Node", f"--nodes={MOVING}", "--format=%E").strip()
-        assert reason == "gpucluster: moving to kubernetes"
-        probe = lab_cluster.sh("srun", f"--nodelist={MOVING}", "--immediate=5", "hostname", user="alice")
-        assert probe.returncode != 0, probe.stdout
-        assert _running(lab_cluster, moving_job)  # still running, not killed
+        _check_move(lab_cluster, moving_job, other_job, mover, result)
     finally:
+        # Whatever happened, the job may end and the lab goes back to its own inventory.
+        lab_cluster.sh("touch", RELEASE, host=MOVING)
         mover.join(timeout=600)
+        if lab_cluster.node_states().get(MOVING) != "idle":
+            lab.converge(progress=lambda message: None)
+        lab_cluster.sh("scancel", other_job)
+
+
+def _check_move(
+    lab_cluster: Lab, moving_job: str, other_job: str, mover: threading.Thread, result: dict[str, Any]
+) -> None:
+    target = inventory_dir(DEFAULT_INVENTORY)
+    # From the moment the move begins, nothing new starts on the node; its job keeps running.
+    lab_cluster.wait(lambda: "drain" in lab_cluster.node_states().get(MOVING, ""), 300, f"{MOVING} drained")
+    reason = lab_cluster.ok("sinfo", "--noheader", "--Node", f"--nodes={MOVING}", "--format=%E").strip()
+    assert reason == "gpucluster: moving to kubernetes"
+    probe = lab_cluster.sh("srun", f"--nodelist={MOVING}", "--immediate=5", "hostname", user="alice")
+    assert probe.returncode != 0, probe.stdout
+    assert _running(lab_cluster, moving_job)
+    # The playbook waits for that job: the node stays in Slurm while it runs.
+    time.sleep(5)
+    assert mover.is_alive() and MOVING in lab_cluster.node_states()
+    lab_cluster.ok("touch", RELEASE, host=MOVING)
+    mover.join(timeout=600)
     assert "error" not in result, result.get("error")
     run: PlaybookRun = result["run"]
     assert "TASK [slurm_common : Drain the nodes leaving Slurm" in run.log.read_text()
@@ -102,7 +123,7 @@ def test_node_moves_to_kubernetes_and_back(lab_cluster: Lab) -> None:
     lab_cluster.wait(lambda: lab_cluster.node_states().get(MOVING) == "idle", 90, f"{MOVING} idle again")
     gres = lab_cluster.ok("sinfo", "--noheader", "--Node", f"--nodes={MOVING}", "--format=%G").strip()
     assert gres == "gpu:h100:8"
+    assert lab_cluster.sh("systemctl", "is-active", "slurmd", host=MOVING).stdout.strip() == "active"
     back = render_files(load_cluster(target))
     assert not [path for path in back if path.startswith("kubernetes/")]
     assert _running(lab_cluster, other_job)
-    lab_cluster.ok("scancel", other_job)
