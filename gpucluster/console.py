@@ -3,10 +3,14 @@ line or two, and importing rich costs more than validating a whole inventory."""
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from rich.console import Console
+
+
+PIPED_WIDTH = 200
 
 
 class LazyConsole:
@@ -21,7 +25,10 @@ class LazyConsole:
         if self._console is None:
             from rich.console import Console
 
-            self._console = Console(stderr=self._stderr, soft_wrap=True)
+            stream = sys.stderr if self._stderr else sys.stdout
+            # Piped or redirected output has no terminal width; 80 columns would cut table cells.
+            width = None if stream.isatty() else PIPED_WIDTH
+            self._console = Console(stderr=self._stderr, soft_wrap=True, width=width)
         return self._console
 
     def print(self, *objects: Any, **options: Any) -> None:
