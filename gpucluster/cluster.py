@@ -379,13 +379,16 @@ class _Checker:
             if not children:
                 self.fail(parts, "switch has no children")
             switches[switch] = Switch(switch, tuple(sorted(child_switches)), tuple(sort_hosts(nodes)))
-        # Walk up from every switch; a revisit means a cycle.
+        # Walk up from every switch; a revisit means a cycle. A switch already walked up from
+        # reaches the top: walking on from it finds nothing new (linear time on a long chain).
+        rooted: set[str] = set()
         for start in tree:
             trail = [start]
+            on_trail = {start}
             current = start
-            while current in parents:
+            while current in parents and current not in rooted:
                 current = parents[current]
-                if current in trail:
+                if current in on_trail:
                     chain = " -> ".join([*trail[trail.index(current) :], current])
                     self.fail(
                         ["fabric", "tree", start],
@@ -393,15 +396,20 @@ class _Checker:
                     )
                     return
                 trail.append(current)
+                on_trail.add(current)
+            rooted.update(trail)
         missing = [h for h in cluster.node_type_of if h not in leaf_of]
         if missing:
             self.fail(["fabric", "tree"], f"host(s) under no leaf switch: {compress(missing)}")
         cluster.switches = [switches[name] for name in sorted(switches)]
+        path_of: dict[str, tuple[str, ...]] = {}  # per leaf switch, shared by its hosts
         for host, leaf in leaf_of.items():
-            path = [leaf]
-            while path[-1] in parents:
-                path.append(parents[path[-1]])
-            cluster.switch_path[host] = tuple(reversed(path))
+            if leaf not in path_of:
+                path = [leaf]
+                while path[-1] in parents:
+                    path.append(parents[path[-1]])
+                path_of[leaf] = tuple(reversed(path))
+            cluster.switch_path[host] = path_of[leaf]
 
     def resolve_blocks(self) -> None:
         fabric = self.spec.fabric
@@ -509,15 +517,17 @@ class _Checker:
         settled: set[str] = set()
         for name in by_name:
             trail: list[str] = []
+            on_trail: set[str] = set()  # the trail as a set: a long chain costs linear time
             current: str | None = name
             while current is not None and current in by_name and current not in settled:
-                if current in trail:
+                if current in on_trail:
                     self.fail(
                         ["tenants", index_of[name], "parent"],
                         "tenant parents form a cycle: " + " -> ".join([*trail, current]),
                     )
                     break
                 trail.append(current)
+                on_trail.add(current)
                 current = by_name[current].parent
             settled.update(trail)
 

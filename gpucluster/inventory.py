@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from gpucluster.errors import InventoryError, Problem, format_path
-from gpucluster.hostranges import HostPatternError, expand
+from gpucluster.hostranges import MAX_HOSTS, HostPatternError, expand
 from gpucluster.yamlfile import LoadedYaml, load_yaml
 
 HOSTS_FILES = ("hosts.yml", "hosts.yaml")
@@ -34,16 +34,15 @@ class Inventory:
     def members(self, group: str) -> list[str]:
         """Every host of a group and of its descendants, in inventory order, once each."""
         seen: dict[str, None] = {}
-        stack = [group]
+        queue = [group]
         visited: set[str] = set()
-        while stack:
-            current = stack.pop(0)
+        for current in queue:  # breadth first; the list grows while it is read
             if current in visited:
                 continue
             visited.add(current)
             for host in self.group_hosts.get(current, []):
                 seen.setdefault(host, None)
-            stack.extend(self.group_children.get(current, []))
+            queue.extend(self.group_children.get(current, []))
         return list(seen)
 
     @property
@@ -88,9 +87,24 @@ def _find_cluster_file(root: Path, display_root: str) -> LoadedYaml:
     return found[0]
 
 
+@dataclass
+class _Reading:
+    """State of one read of hosts.yml beyond the Inventory itself."""
+
+    hosts_of: dict[str, set[str]] = field(default_factory=dict)  # group -> its direct hosts
+    children_of: dict[str, set[str]] = field(default_factory=dict)  # group -> its children
+    expanded: int = 0  # host names listed so far, ranges expanded (at most MAX_HOSTS are)
+
+
 def _read_group(
-    inv: Inventory, name: str, body: Any, parts: list[str | int], problems: list[Problem]
+    inv: Inventory,
+    name: str,
+    body: Any,
+    parts: list[str | int],
+    problems: list[Problem],
+    reading: _Reading | None = None,
 ) -> None:
+    reading = reading if reading is not None else _Reading()
     hosts_file = inv.hosts_file
     path = format_path(parts)
     if body is None:
@@ -112,14 +126,25 @@ def _read_group(
     if not isinstance(hosts, dict):
         problems.append(hosts_file.problem(format_path([*parts, "hosts"]), "must be a mapping of host names"))
         hosts = {}
-    seen_here: set[str] = set(direct)
+    seen_here = reading.hosts_of.setdefault(name, set())
     for pattern, hvars in hosts.items():
+        if reading.expanded > MAX_HOSTS:
+            break
         key_path = format_path([*parts, "hosts", str(pattern)])
         try:
             names = expand(str(pattern))
         except HostPatternError as exc:
             problems.append(hosts_file.problem(key_path, str(exc)))
             continue
+        reading.expanded += len(names)
+        if reading.expanded > MAX_HOSTS:
+            problems.append(
+                hosts_file.problem(
+                    key_path,
+                    f"the inventory lists more than {MAX_HOSTS:,} hosts (the limit; ranges expanded)",
+                )
+            )
+            break
         if hvars is not None and not isinstance(hvars, dict):
             problems.append(hosts_file.problem(key_path, "host variables must be a mapping"))
             hvars = None
@@ -137,28 +162,38 @@ def _read_group(
         )
         children = {}
     kids = inv.group_children.setdefault(name, [])
+    known = reading.children_of.setdefault(name, set())
     for child, child_body in children.items():
-        if str(child) not in kids:
+        if str(child) not in known:
+            known.add(str(child))
             kids.append(str(child))
-        _read_group(inv, str(child), child_body, [*parts, "children", str(child)], problems)
+        _read_group(inv, str(child), child_body, [*parts, "children", str(child)], problems, reading)
 
 
 def _check_group_cycles(inv: Inventory, problems: list[Problem]) -> None:
-    state: dict[str, int] = {}
-
-    def visit(group: str, trail: list[str]) -> None:
-        state[group] = 1
-        for child in inv.group_children.get(group, []):
-            if state.get(child) == 1:
-                cycle = " -> ".join([*trail[trail.index(child) :], child]) if child in trail else child
+    """Depth first from each group in turn, without recursion (a chain of groups may be long)."""
+    done: set[str] = set()
+    for start in list(inv.group_children):
+        if start in done:
+            continue
+        trail = [start]  # the groups being visited, outermost first
+        position = {start: 0}
+        pending = [iter(inv.group_children.get(start, []))]
+        while pending:
+            child = next(pending[-1], None)
+            if child is None:
+                pending.pop()
+                finished = trail.pop()
+                del position[finished]
+                done.add(finished)
+                continue
+            if child in position:
+                cycle = " -> ".join([*trail[position[child] :], child])
                 problems.append(inv.hosts_file.problem("all", f"group children form a cycle: {cycle}"))
-            elif child not in state:
-                visit(child, [*trail, child])
-        state[group] = 2
-
-    for group in list(inv.group_children):
-        if group not in state:
-            visit(group, [group])
+            elif child not in done:
+                position[child] = len(trail)
+                trail.append(child)
+                pending.append(iter(inv.group_children.get(child, [])))
 
 
 def load_inventory(directory: str | Path) -> Inventory:

@@ -8,6 +8,7 @@ SDK-facing model costs more to import than validating a whole superpod inventory
 
 from __future__ import annotations
 
+import gc
 import importlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -75,6 +76,18 @@ def _raw_section(data: Any, key: str) -> Any:
 
 def load_cluster(directory: str | Path) -> Cluster:
     """Inventory directory -> validated Cluster, or InventoryError listing every problem."""
+    # Loading makes many objects and no garbage cycles: the cyclic collector would only rescan
+    # them (a quarter of the CPU of validating 20,000 tenants).
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _load_cluster(directory)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _load_cluster(directory: str | Path) -> Cluster:
     inv = load_inventory(directory)
     file = inv.cluster_file
     problems: list[Problem] = []
