@@ -19,6 +19,7 @@ from pathlib import Path
 
 from gpucluster.cluster import Cluster
 from gpucluster.hostlists import expand
+from gpucluster.modelbase import Owner
 
 # Lines of a daemon log that mean the configuration is not accepted as is.
 _BAD_LINE = re.compile(r"\b(fatal|error)\b", re.IGNORECASE)
@@ -96,7 +97,8 @@ def parse_topology(text: str) -> dict[str, tuple[frozenset[str], frozenset[str]]
 
 def expected_topology(cluster: Cluster) -> dict[str, tuple[frozenset[str], frozenset[str]]]:
     """What `scontrol show topology` should list: each switch's child switches and, as Slurm
-    reports it, every node below the switch."""
+    reports it, every node below the switch, for the hosts bare-metal Slurm owns."""
+    cluster = cluster.owned_by(Owner.SLURM)
     by_name = {s.name: s for s in cluster.switches}
     below: dict[str, frozenset[str]] = {}
 
