@@ -83,9 +83,7 @@ def live_nodes(module: AnsibleModule) -> dict[str, str] | None:
 
 
 def jobs_on(module: AnsibleModule, nodes: list[str]) -> list[str]:
-    rc, out, err = _run(
-        module, "squeue", "--noheader", "--nodelist", ",".join(nodes), "--format=%i %u %T %N"
-    )
+    rc, out, err = _run(module, "squeue", "--noheader", "--nodelist", ",".join(nodes), "--format=%i %u %T %N")
     if rc != 0:
         module.fail_json(msg=f"squeue failed: {err.strip() or out.strip()}")
     return [line.strip() for line in out.splitlines() if line.strip()]
