@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import gc
 import importlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -129,11 +129,6 @@ def renderers(cluster: Cluster) -> dict[str, Renderer]:
     return found
 
 
-def output_folders() -> list[str]:
-    """Every folder any renderer may write (for `render --only`)."""
-    return [*CORE_RENDERERS, *(folder for layer in LAYERS for folder in layer.renderers)]
-
-
 @cache
 def full_model() -> type[ClusterFile]:
     """ClusterFile with every layer's section typed: for the JSON Schema and the key reference."""
@@ -144,7 +139,3 @@ def full_model() -> type[ClusterFile]:
     full_spec = create_model("ClusterSpec", __base__=ClusterSpec, **fields)
     model: type[ClusterFile] = create_model("ClusterFile", __base__=ClusterFile, cluster=(full_spec, ...))
     return model
-
-
-def every_layer_model() -> Iterable[type[BaseModel]]:
-    return [_load(layer.model) for layer in LAYERS]

@@ -20,16 +20,16 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import os
 import re
 import sys
-import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from gpucluster.render.files import atomic_write
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = REPO / "schemas"
@@ -328,24 +328,11 @@ def _charts(root: Path) -> list[Path]:
     return sorted(p for p in root.glob("*/Chart.yaml") if p.is_file())
 
 
-def write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def write_release(out: Path, release: Release, files: dict[str, str]) -> list[str]:
     """Write a project/version folder; remove files in it that are no longer generated."""
     target = out / release.project / release.version
     for rel, text in sorted(files.items()):
-        write_atomic(target / rel, text)
+        atomic_write(target / rel, text)
     removed = []
     for path in sorted(target.rglob("*")):
         rel = path.relative_to(target).as_posix()

@@ -10,7 +10,8 @@ from pathlib import Path
 MANIFEST = ".gpucluster-files"
 
 
-def _atomic_write(path: Path, content: str) -> None:
+def atomic_write(path: Path, content: str) -> None:
+    """Write content to a temp file beside path, then rename it into place (never half-written)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
@@ -36,9 +37,9 @@ def write_tree(files: dict[str, str], out_dir: str | Path) -> list[Path]:
         target = out / rel
         if target.is_file() and target.read_text(encoding="utf-8") == content:
             continue
-        _atomic_write(target, content)
+        atomic_write(target, content)
         written.append(target)
     for rel in sorted(previous - set(files)):
         (out / rel).unlink(missing_ok=True)
-    _atomic_write(manifest, "".join(f"{rel}\n" for rel in sorted(files)))
+    atomic_write(manifest, "".join(f"{rel}\n" for rel in sorted(files)))
     return written
