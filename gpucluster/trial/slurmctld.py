@@ -68,6 +68,10 @@ def installed_version() -> tuple[int, int] | None:
 
 
 def check_available(cluster: Cluster) -> None:
+    if not cluster.hosts_owned_by(Owner.SLURM):
+        raise TrialUnavailable(
+            "bare-metal Slurm owns no host of this inventory: there is no slurm.conf to try"
+        )
     if shutil.which("unshare") is None or shutil.which("slurmctld") is None:
         raise TrialUnavailable("slurmctld/unshare not installed (Debian: slurm-wlm, util-linux)")
     if os.geteuid() != 0:

@@ -61,6 +61,12 @@ def test_other_targets_are_refused_not_passed() -> None:
         run_trial(nvl72, render_files(nvl72))
 
 
+def test_an_inventory_without_bare_metal_slurm_is_refused_not_passed() -> None:
+    proc = run_cli("trial", "inventories/azure-dev")
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert "bare-metal Slurm owns no host of this inventory" in proc.stderr
+
+
 def test_trial_catches_a_config_slurm_rejects(inventories: InventoryFactory) -> None:
     data = yaml.safe_load(textwrap.dedent(SMALL_CLUSTER))
     bad = copy.deepcopy(data)
