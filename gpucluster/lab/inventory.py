@@ -42,13 +42,15 @@ def _vaulted_db_password(target: Path) -> None:
         _write(vault_file, secrets.token_urlsafe(32) + "\n", 0o600)
     if target.is_file():
         return
+    # The password goes through stdin: on the command line it would show in `ps` and in error
+    # messages, and a value starting with "-" would be parsed as an option.
     encrypted = run(
         [
             venv_tool("ansible-vault"), "encrypt_string",
             "--vault-password-file", str(vault_file),
-            "--name", "slurm_dbd_db_password",
-            secrets.token_urlsafe(24),
-        ]
+            "--stdin-name", "slurm_dbd_db_password",
+        ],
+        input_text=secrets.token_urlsafe(24),
     ).stdout  # fmt: skip
     _write(
         target,

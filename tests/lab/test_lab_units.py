@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from gpucluster.lab import image, inventory, lab, network
 from gpucluster.lab.paths import DEFAULT_INVENTORY, IMAGE_RECIPE_DIR
 from gpucluster.lab.state import LabState
 from gpucluster.layers import load_cluster
+from gpucluster.tools import venv_env, venv_tool
 
 
 @pytest.fixture
@@ -80,6 +82,25 @@ def test_generated_inventory_reaches_hosts_through_podman(lab_dir: Path) -> None
     inventory.write_inventory(DEFAULT_INVENTORY, cluster)
     assert (target / "group_vars/all/lab-vault.yml").read_text() == vault
     assert load_cluster(target).spec == cluster.spec
+
+
+def test_db_password_starting_with_a_dash_is_vaulted_and_decrypts(
+    lab_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # token_urlsafe() starts with "-" one time in 64; on the command line it was read as an option.
+    password = "-nxTSf9l8EH-fO3vHvYzJw3Ce2qC1klf"
+    monkeypatch.setattr(inventory.secrets, "token_urlsafe", lambda n=32: password)
+    target = lab_dir / "vaulted.yml"
+    inventory._vaulted_db_password(target)
+    text = target.read_text()
+    assert password not in text and "$ANSIBLE_VAULT" in text
+    decrypted = subprocess.run(
+        [str(venv_tool("ansible")), "localhost", "-m", "ansible.builtin.debug",
+         "-a", "var=slurm_dbd_db_password", "-e", f"@{target}",
+         "--vault-password-file", str(inventory.vault_password_file())],
+        capture_output=True, text=True, check=True, env=venv_env(),
+    ).stdout  # fmt: skip
+    assert f'"slurm_dbd_db_password": "{password}"' in decrypted
 
 
 def test_state_round_trip_and_down_without_state(lab_dir: Path) -> None:
