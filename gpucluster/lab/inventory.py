@@ -71,7 +71,7 @@ def write_inventory(source: Path, cluster: Cluster) -> Path:
     # host_vars, not group_vars/all: the implicit localhost (where rendering runs) must stay local.
     for host in cluster.inventory.hostvars:
         doc = {
-            "ansible_connection": "containers.podman.podman",
+            "ansible_connection": "podman_pipelined",
             "ansible_host": container_name(host),
             "ansible_python_interpreter": "/usr/bin/python3",
             # An absolute path saves a `podman exec` per task (no `echo ~`); not /tmp, which is a

@@ -74,7 +74,7 @@ def test_generated_inventory_reaches_hosts_through_podman(lab_dir: Path) -> None
         DEFAULT_INVENTORY / "group_vars/all/cluster.yml"
     ).read_text()
     host_vars = yaml.safe_load((target / "host_vars/gpu03.yml").read_text())
-    assert host_vars["ansible_connection"] == "containers.podman.podman"
+    assert host_vars["ansible_connection"] == "podman_pipelined"
     assert host_vars["ansible_host"] == "gclab-gpu03"
     vault = (target / "group_vars/all/lab-vault.yml").read_text()
     assert "$ANSIBLE_VAULT" in vault and (target / "group_vars/all/lab-vault.yml").stat().st_mode & 0o077 == 0
