@@ -1,4 +1,3 @@
-# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # ruff: noqa: E402  (Ansible plugins keep DOCUMENTATION above the imports)
 """containers.podman.podman with pipelining: one `podman exec -i` per task instead of five calls.
 
