@@ -44,7 +44,14 @@ if [ ! -x .venv/bin/python ]; then
   step "creating .venv" /usr/bin/python3 -m venv .venv
 fi
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1
-step "upgrading pip in .venv" .venv/bin/python -m pip install --upgrade pip
-step "installing gpucluster and its tools into .venv (Ansible, Molecule, Pulumi SDKs, linters; a few minutes the first time)" \
-  .venv/bin/python -m pip install -e ".[dev,cloud]"
+# A rerun with the same pyproject.toml leaves .venv alone: reinstalling would rewrite the
+# programs in .venv/bin while a lab or a test run may be using them.
+stamp=.venv/.gpucluster-installed
+wanted=$(sha256sum pyproject.toml | cut -d' ' -f1)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$wanted" ] || [ ! -x .venv/bin/gpucluster ]; then
+  step "upgrading pip in .venv" .venv/bin/python -m pip install --upgrade pip
+  step "installing gpucluster and its tools into .venv (Ansible, Molecule, Pulumi SDKs, linters; a few minutes the first time)" \
+    .venv/bin/python -m pip install -e ".[dev,cloud]"
+  echo "$wanted" > "$stamp"
+fi
 echo "setup.sh: ready (.venv/bin/gpucluster)"

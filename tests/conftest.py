@@ -35,6 +35,20 @@ def readme_commands() -> ReadmeCommands:
     return ReadmeCommands(lab=lines[0], tests=lines[1])
 
 
+# Tests that share one live thing run on one pytest-xdist worker, in order: the lab's five
+# containers, and the Molecule container every Slurm role's scenario names gcmol01. The README's
+# test command runs two workers (pyproject addopts), so the lab and Molecule run side by side.
+SERIAL_GROUPS = {"lab": "lab", "roles": "molecule-gcmol01"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        parts = Path(str(item.path)).relative_to(REPO / "tests").parts
+        group = SERIAL_GROUPS.get(parts[0]) if len(parts) > 1 else None
+        if group:
+            item.add_marker(pytest.mark.xdist_group(group))
+
+
 def example_inventories() -> list[str]:
     return sorted(p.parent.name for p in INVENTORIES.glob("*/hosts.yml"))
 

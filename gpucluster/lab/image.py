@@ -7,11 +7,14 @@ from a registry: the root filesystem is built on the host and `podman import`ed.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import shutil
 import subprocess
-from collections.abc import Callable
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from gpucluster.lab.paths import IMAGE_RECIPE_DIR, IMAGE_REPO, podman_env, state_dir
@@ -111,13 +114,31 @@ def build_image(tag: str, progress: Progress) -> None:
             shutil.rmtree(work, ignore_errors=True)
 
 
+# Podman's image store is machine-wide, so is the lock: a lab and a Molecule run started together
+# build the image once (the second waits, then finds it cached).
+BUILD_LOCK = (
+    Path("/run/lock" if Path("/run/lock").is_dir() else tempfile.gettempdir()) / "gpucluster-lab-image.lock"
+)
+
+
+@contextmanager
+def _build_lock() -> Iterator[None]:
+    with open(BUILD_LOCK, "a", encoding="utf-8") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def ensure_image(progress: Progress, rebuild: bool = False) -> tuple[str, bool]:
     """The image tag, building it unless cached; returns (tag, built)."""
     tag = image_tag()
-    if image_exists(tag) and not rebuild:
-        progress(f"image: {tag} (cached)")
-        return tag, False
-    build_image(tag, progress)
+    with _build_lock():
+        if image_exists(tag) and not rebuild:
+            progress(f"image: {tag} (cached)")
+            return tag, False
+        build_image(tag, progress)
     return tag, True
 
 
