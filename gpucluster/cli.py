@@ -148,6 +148,35 @@ def trial(
 
 
 @app.command()
+def verify(
+    inventory: InventoryArg,
+    as_json: Annotated[bool, typer.Option("--json", help="The checks as JSON.")] = False,
+) -> None:
+    """Check the live cluster against the inventory, through the same Ansible inventory: nodes,
+    jobs over every partition, GPUs in jobs, topology, accounts, drift (versions, munge key,
+    config, users), nccl-tests. Exit 0 only when no check failed; 1 also when it cannot run."""
+    from gpucluster.tools import ToolMissing
+    from gpucluster.verify.collect import ansible_runner, verify_cluster
+    from gpucluster.verify.observed import VerifyError
+    from gpucluster.verify.report import as_json as report_json
+    from gpucluster.verify.report import failed, print_table
+
+    cluster = _load(inventory)
+    err.print(f"verify: observing {cluster.name} through {inventory} (playbooks/verify.yml)", highlight=False)
+    try:
+        results = verify_cluster(cluster, ansible_runner(inventory))
+    except (VerifyError, ToolMissing) as exc:
+        err.print(f"verify: {exc}", markup=False, highlight=False)
+        raise typer.Exit(1) from None
+    if as_json:
+        sys.stdout.write(report_json(cluster, results))
+    else:
+        print_table(cluster, results, out.console)
+    if failed(results):
+        raise typer.Exit(1)
+
+
+@app.command()
 def schema(
     markdown: Annotated[
         bool, typer.Option("--markdown", help="A Markdown reference of every key instead.")

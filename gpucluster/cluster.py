@@ -185,6 +185,7 @@ class _Checker:
         self.resolve_blocks()
         self.check_qos()
         self.check_tenants()
+        self.check_health()
         return self.cluster
 
     def check_version(self) -> None:
@@ -279,6 +280,14 @@ class _Checker:
                 )
         if len(set(slurm.controller)) != len(slurm.controller):
             self.fail(["slurm", "controller"], "a controller is listed twice")
+        elif len(slurm.controller) > 1 and slurm.state_save_location is None:
+            # Each controller's own /var/lib/slurm would leave the backup without the jobs.
+            self.fail(
+                ["slurm", "state_save_location"],
+                f"{len(slurm.controller)} controllers ({', '.join(slurm.controller)}) need a "
+                "StateSaveLocation they all share: set it to a path on a shared filesystem every "
+                "controller mounts read/write",
+            )
         if slurm.accounting and slurm.accounting.host not in self.inv.hostvars:
             self.fail(
                 ["slurm", "accounting", "host"],
@@ -462,6 +471,20 @@ class _Checker:
                         ["fabric", "block_sizes", i],
                         f"{sizes[i]} is not a power-of-two multiple of {sizes[i - 1]}",
                     )
+
+    def check_health(self) -> None:
+        """slurm.conf keys the health check renders must not come from `extra` too."""
+        health = self.spec.slurm.health
+        if health is None:
+            return
+        keys = ["HealthCheckProgram", "HealthCheckInterval", "HealthCheckNodeState"]
+        keys += ["Prolog"] if health.prolog else []
+        for key in keys:
+            if key in self.spec.slurm.extra:
+                self.fail(
+                    ["slurm", "extra", key],
+                    f"{key} is set by cluster.slurm.health (gpucluster-healthcheck); remove it here",
+                )
 
     def check_qos(self) -> None:
         names: set[str] = set()

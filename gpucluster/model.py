@@ -42,6 +42,58 @@ class GpuSpec(Strict):
     )
 
 
+def _unique(values: list[Any]) -> list[Any]:
+    twice = sorted({str(v) for v in values if values.count(v) > 1})
+    if twice:
+        raise ValueError(f"listed more than once: {', '.join(twice)}")
+    return values
+
+
+class NodeHealth(Strict):
+    """What gpucluster-healthcheck checks on the nodes of one node type (with cluster.slurm.health)."""
+
+    gpu_count: bool = spec(
+        "Drain a node with fewer GPUs than gpus.count (`nvidia-smi -L` when installed, else the "
+        "declared device files). Also the Prolog's check, so no job starts on a node that lost a GPU.",
+        Update.RENDER_ONLY,
+        default=True,
+    )
+    xid: bool = spec(
+        "Drain a node whose kernel log (/dev/kmsg, when readable) shows a fatal XID error "
+        "(cluster.slurm.health.xid_fatal) since the last run; it stays drained until the node "
+        "reboots or `gpucluster-healthcheck --clear-xid` after a GPU reset.",
+        Update.RENDER_ONLY,
+        default=True,
+    )
+    dcgm: bool = spec(
+        "Drain a node where `dcgmi diag -r 1` fails (only where DCGM is installed).",
+        Update.RENDER_ONLY,
+        default=True,
+    )
+    ecc: bool = spec(
+        "Drain a node with uncorrected volatile ECC errors, pages pending retirement, or row "
+        "remapping pending or failed (nvidia-smi, when installed).",
+        Update.RENDER_ONLY,
+        default=True,
+    )
+    infiniband: list[Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+:[1-9][0-9]*$")]] = spec(
+        "InfiniBand ports (`<device>:<port>`, e.g. mlx5_0:1) that must be Active "
+        "(/sys/class/infiniband); empty: no InfiniBand check.",
+        Update.RENDER_ONLY,
+        default_factory=list,
+    )
+    mounts: list[Annotated[str, Field(pattern=r"^/\S*$")]] = spec(
+        "Mount points that must be mounted (e.g. /home, /scratch); empty: no mount check.",
+        Update.RENDER_ONLY,
+        default_factory=list,
+    )
+
+    @field_validator("infiniband", "mounts")
+    @classmethod
+    def _once(cls, values: list[str]) -> list[str]:
+        return _unique(values)
+
+
 class NodeType(Strict):
     sockets: Annotated[int, Field(ge=1)] = spec("CPU sockets per node.", Update.RESTART)
     cores_per_socket: Annotated[int, Field(ge=1)] = spec("Physical cores per socket.", Update.RESTART)
@@ -66,6 +118,11 @@ class NodeType(Strict):
         "Cloud instance/machine/VM size for this node type (used by the Pulumi stacks).",
         Update.REBUILD,
         default=None,
+    )
+    health: NodeHealth = spec(
+        "Health checks of this node type, run when cluster.slurm.health is set.",
+        Update.RENDER_ONLY,
+        default_factory=NodeHealth,
     )
 
     @property
@@ -244,12 +301,75 @@ class Cgroup(Strict):
     constrain_ram_space: bool = spec("ConstrainRAMSpace.", Update.RESTART, default=True)
 
 
+# XID codes that peers (DeepOps, Cluster Toolkit, Soperator) treat as fatal: the GPU needs a reset
+# or a replacement.
+DEFAULT_FATAL_XIDS = [46, 48, 62, 63, 64, 79, 110, 119, 120, 136, 140, 143, 155, 156, 158]
+
+
+class HealthSettings(Strict):
+    """gpucluster-healthcheck as Slurm's HealthCheckProgram (and Prolog) on every Slurm node."""
+
+    interval: Annotated[int, Field(ge=1, le=65535)] = spec(
+        "HealthCheckInterval in seconds. A run takes at most 50 s (Slurm 22.05 kills it at 60 s); "
+        "a run that finds the previous one still going does nothing.",
+        Update.RECONFIGURE,
+        default=300,
+    )
+    node_state: list[Literal["ALLOC", "ANY", "CYCLE", "IDLE", "MIXED"]] = spec(
+        "HealthCheckNodeState (the values Slurm 22.05 knows): nodes in which states are checked; "
+        "CYCLE spreads the runs over the interval. Must include ANY or IDLE (or be CYCLE alone), "
+        "since a node the check drained is idle and is resumed only by a later run.",
+        Update.RECONFIGURE,
+        default_factory=lambda: ["ANY"],
+        min_length=1,
+    )
+    prolog: bool = spec(
+        "Also run the fast fatal check (GPU count) as the Prolog: a failing node is drained and the "
+        "job requeued instead of started.",
+        Update.RECONFIGURE,
+        default=True,
+    )
+    xid_fatal: list[Annotated[int, Field(ge=1)]] = spec(
+        "XID codes that drain a node when they appear in its kernel log.",
+        Update.RENDER_ONLY,
+        default_factory=lambda: list(DEFAULT_FATAL_XIDS),
+    )
+
+    @field_validator("node_state")
+    @classmethod
+    def _states(cls, values: list[str]) -> list[str]:
+        _unique(values)
+        states = set(values) - {"CYCLE"}
+        if states and not states & {"ANY", "IDLE"}:
+            raise ValueError(
+                "include ANY or IDLE: a node the health check drained is idle, and only a run on it "
+                "can resume it"
+            )
+        return values
+
+    @field_validator("xid_fatal")
+    @classmethod
+    def _once(cls, values: list[int]) -> list[int]:
+        return _unique(values)
+
+
+# One controller keeps its state on its own disk; Debian's packages use this path.
+DEFAULT_STATE_SAVE_LOCATION = "/var/lib/slurm/slurmctld"
+
+
 class SlurmSettings(Strict):
     version: Annotated[str, Field(pattern=r"^\d{2}\.\d{2}$")] = spec(
         "Target Slurm release (YY.MM); decides which keys, plugins and files are emitted.", Update.REBUILD
     )
     controller: list[str] = spec(
         "Inventory host(s) running slurmctld; the second and later are backups.", Update.RESTART, min_length=1
+    )
+    state_save_location: Annotated[str, Field(pattern=r"^/\S+$")] | None = spec(
+        "StateSaveLocation: where slurmctld keeps jobs and nodes across restarts. Required with a backup "
+        "controller: a path every controller mounts read/write from one shared filesystem (the backup "
+        "takes over from the state the primary left there). Default /var/lib/slurm/slurmctld.",
+        Update.RESTART,
+        default=None,
     )
     accounting: Accounting | None = spec("slurmdbd accounting; omit for none.", Update.RESTART, default=None)
     priority: Priority = spec(
@@ -279,6 +399,14 @@ class SlurmSettings(Strict):
         pattern=r"^/\S+$",
     )
     cgroup: Cgroup = spec("cgroup.conf settings.", Update.RESTART, default_factory=Cgroup)
+    health: HealthSettings | None = spec(
+        "GPU health checks: gpucluster-healthcheck as HealthCheckProgram (and Prolog) on every "
+        "node, with the checks of each node type's `health`. A failing node is drained with a reason "
+        "starting `[health]` and resumed when healthy again; nodes drained for other reasons are "
+        "left alone. Omit for none.",
+        Update.RECONFIGURE,
+        default=None,
+    )
     extra: dict[Annotated[str, Field(pattern=r"^[A-Z][A-Za-z]+$")], str | int] = spec(
         "Further slurm.conf keys, written verbatim after the generated ones.",
         Update.RECONFIGURE,
@@ -289,6 +417,10 @@ class SlurmSettings(Strict):
     @classmethod
     def _one_or_many(cls, value: Any) -> Any:
         return [value] if isinstance(value, str) else value
+
+    @property
+    def state_dir(self) -> str:
+        return self.state_save_location or DEFAULT_STATE_SAVE_LOCATION
 
     @property
     def version_tuple(self) -> tuple[int, int]:

@@ -9,6 +9,7 @@ import sys
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -35,18 +36,29 @@ def readme_commands() -> ReadmeCommands:
     return ReadmeCommands(lab=lines[0], tests=lines[1])
 
 
-# Tests that share one live thing run on one pytest-xdist worker, in order: the lab's five
+# Tests that share one live thing run on one pytest-xdist worker, in order: the lab's
 # containers, and the Molecule container every Slurm role's scenario names gcmol01. The README's
 # test command runs two workers (pyproject addopts), so the lab and Molecule run side by side.
-SERIAL_GROUPS = {"lab": "lab", "roles": "molecule-gcmol01"}
+# (A scheduler of our own: xdist's `xdist_group` marks are ignored under pytest 9.)
+SERIAL_DIRS = {"lab": "the lab", "roles": "the gcmol01 Molecule container"}
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        parts = Path(str(item.path)).relative_to(REPO / "tests").parts
-        group = SERIAL_GROUPS.get(parts[0]) if len(parts) > 1 else None
-        if group:
-            item.add_marker(pytest.mark.xdist_group(group))
+def serial_scope(nodeid: str) -> str:
+    """The work unit of a test: one per shared thing, else the test alone."""
+    parts = nodeid.split("::", 1)[0].split("/")
+    if len(parts) > 2 and parts[0] == "tests" and parts[1] in SERIAL_DIRS:
+        return SERIAL_DIRS[parts[1]]
+    return nodeid
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SharedThingScheduling(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            return serial_scope(nodeid)
+
+    return SharedThingScheduling(config, log)
 
 
 def example_inventories() -> list[str]:

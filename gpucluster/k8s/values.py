@@ -16,6 +16,7 @@ from gpucluster.k8s.model import KubernetesSpec
 from gpucluster.k8s.names import (
     GPU_RESOURCE,
     KAI_NODE_POOL_LABEL,
+    MANAGED_BY,
     NODESET_LABEL,
     NodeSetGroup,
     nodeset_groups,
@@ -215,6 +216,63 @@ def nodeset_tolerations(cluster: Cluster, k8s: KubernetesSpec, group: NodeSetGro
     return tolerations
 
 
+# Slurm on Kubernetes runs the same gpucluster-healthcheck as bare metal. Configless Slurm ships
+# Prolog scripts to slurmd but not HealthCheckProgram, so the program, a wrapper naming its paths
+# (Slurm passes it no arguments) and its healthcheck.conf reach the slurmd pods as a ConfigMap
+# (the chart's extraObjects) mounted at this directory; the Prolog is a script the chart distributes.
+SLINKY_HEALTH_NAME = "gpucluster-health"
+SLINKY_HEALTH_DIR = "/etc/gpucluster-health"
+SLINKY_HEALTH_STATE = "/var/spool/slurmd/gpucluster-health"  # SlurmdSpoolDir of Slinky's image
+SLINKY_HEALTH_PROGRAM = f"{SLINKY_HEALTH_DIR}/gpucluster-healthcheck"
+
+
+def slinky_health_wrapper(cluster: Cluster) -> str:
+    from gpucluster.render.templating import header
+
+    return (
+        f"#!/bin/sh\n{header(cluster.source)}\n"
+        f"exec /usr/bin/python3 {SLINKY_HEALTH_DIR}/gpucluster_healthcheck.py "
+        f'--config {SLINKY_HEALTH_DIR}/healthcheck.conf --state-dir {SLINKY_HEALTH_STATE} "$@"\n'
+    )
+
+
+def slinky_health(cluster: Cluster, groups: list[NodeSetGroup]) -> Values:
+    """The ConfigMap of the health check and the slurm.conf keys that run it. Each NodeSet's slurmd
+    pods are `<nodeset>-<ordinal>` (the chart's hostname, ordinals from 0), one section each."""
+    from gpucluster.render.health import program_text, render_health_conf, section
+
+    health = cluster.spec.slurm.health
+    assert health is not None
+    sections = [
+        section(g.name, f"{g.name}-[0-{len(g.hosts) - 1}]", cluster.spec.node_types[g.node_type])
+        for g in groups
+    ]
+    config_map: Values = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": SLINKY_HEALTH_NAME, "labels": dict(MANAGED_BY)},
+        "data": {
+            "gpucluster-healthcheck": slinky_health_wrapper(cluster),
+            "gpucluster_healthcheck.py": program_text(),
+            "healthcheck.conf": render_health_conf(cluster, health, sections),
+        },
+    }
+    conf: Values = {
+        "HealthCheckProgram": SLINKY_HEALTH_PROGRAM,
+        "HealthCheckInterval": str(health.interval),
+        "HealthCheckNodeState": ",".join(health.node_state),
+    }
+    return {"config_map": config_map, "conf": conf}
+
+
+def slinky_health_pod(podspec: Values, slurmd: Values) -> None:
+    """Mount the health check's ConfigMap in a NodeSet's slurmd container (executable files)."""
+    podspec["volumes"] = [
+        {"name": SLINKY_HEALTH_NAME, "configMap": {"name": SLINKY_HEALTH_NAME, "defaultMode": 0o755}}
+    ]
+    slurmd["volumeMounts"] = [{"name": SLINKY_HEALTH_NAME, "mountPath": SLINKY_HEALTH_DIR, "readOnly": True}]
+
+
 # slurmd pods are dynamic nodes named <nodeset>-<n>, not inventory hosts: a gres.conf with NodeName
 # lines would match none of them. Each NodeSet declares its GPUs (extraConfMap Gres) and slurmd
 # finds the devices itself (AutoDetect=nvidia: no NVML library needed; Slurm >= 24.11).
@@ -238,6 +296,7 @@ def slinky_slurm_values(cluster: Cluster, k8s: KubernetesSpec) -> Values:
     topology = render_topology_yaml(slurm_pods)
     if topology is not None:
         config_files["topology.yaml"] = topology
+    health = slinky_health(cluster, groups) if cluster.spec.slurm.health else None
     nodesets: Values = {}
     for group in groups:
         node_type = cluster.spec.node_types[group.node_type]
@@ -259,6 +318,8 @@ def slinky_slurm_values(cluster: Cluster, k8s: KubernetesSpec) -> Values:
                 "tolerations": nodeset_tolerations(cluster, k8s, group),
             },
         }
+        if health:
+            slinky_health_pod(nodeset["podSpec"], slurmd)
         if slurmd:
             nodeset["slurmd"] = slurmd
         nodesets[group.name] = nodeset
@@ -287,6 +348,13 @@ def slinky_slurm_values(cluster: Cluster, k8s: KubernetesSpec) -> Values:
         }
     if k8s.slurm.login_replicas:
         values["loginsets"] = {"login": {"enabled": True, "replicas": k8s.slurm.login_replicas}}
+    if health:
+        values["controller"]["extraConfMap"].update(health["conf"])
+        values["extraObjects"] = [health["config_map"]]
+        if cluster.spec.slurm.health and cluster.spec.slurm.health.prolog:
+            # The chart names it prolog-<key> in slurm.conf; configless Slurm ships it to slurmd.
+            prolog = f"#!/bin/sh\n{header(cluster.source)}\nexec {SLINKY_HEALTH_PROGRAM} --prolog\n"
+            values["prologScripts"] = {SLINKY_HEALTH_NAME: prolog}
     apply_mirror("slurm", values, k8s.registry_mirror)
     return values
 

@@ -18,7 +18,7 @@ from gpucluster.tools import ToolMissing
 lab_app = typer.Typer(no_args_is_help=True)
 
 
-def _fail(exc: LabError | ToolMissing) -> typer.Exit:
+def _fail(exc: Exception) -> typer.Exit:
     err.print(f"lab: {exc}", markup=False, highlight=False)
     return typer.Exit(1)
 
@@ -112,6 +112,34 @@ def run(
         *command,
     ]
     raise typer.Exit(subprocess.run(args, env=podman_env(), check=False).returncode)
+
+
+@lab_app.command()
+def verify(
+    as_json: Annotated[bool, typer.Option("--json", help="The checks as JSON.")] = False,
+) -> None:
+    """`gpucluster verify` against the lab (its generated inventory): a row per check, exit 0 only
+    when none failed. Progress goes to stderr."""
+    from gpucluster.lab.verify import verify as verify_lab
+    from gpucluster.verify.observed import VerifyError
+    from gpucluster.verify.report import as_json as report_json
+    from gpucluster.verify.report import failed, print_table
+
+    started = time.monotonic()
+
+    def progress(message: str) -> None:
+        err.print(f"[dim]{time.monotonic() - started:6.1f}s[/dim] {message}", highlight=False)
+
+    try:
+        cluster, results = verify_lab(progress)
+    except (LabError, ToolMissing, VerifyError) as exc:
+        raise _fail(exc) from exc
+    if as_json:
+        sys.stdout.write(report_json(cluster, results))
+    else:
+        print_table(cluster, results, out.console)
+    if failed(results):
+        raise typer.Exit(1)
 
 
 @lab_app.command()

@@ -64,10 +64,17 @@ def _slurm_problems(state: LabState, cluster: Cluster) -> list[str]:
     if not state.converged:
         return [f"the Slurm playbook has not completed (log: .lab/ansible.log): run `{UP}`"]
     problems = []
-    controller = cluster.spec.slurm.controller[0]
+    # Every controller (a backup that does not run cannot take over); the queries go to one that runs.
+    running = [
+        h for h in cluster.spec.slurm.controller if _service_active(nodes.container_name(h), "slurmctld")
+    ]
+    for host in cluster.spec.slurm.controller:
+        if host not in running:
+            problems.append(f"{host}: slurmctld is not running: run `{UP}` (the playbook starts it)")
+    if not running:
+        return problems
+    controller = running[0]
     ctl = nodes.container_name(controller)
-    if not _service_active(ctl, "slurmctld"):
-        return [f"{controller}: slurmctld is not running: run `{UP}` (the playbook starts it)"]
     accounting = cluster.spec.slurm.accounting
     if accounting and not _service_active(nodes.container_name(accounting.host), "slurmdbd"):
         problems.append(f"{accounting.host}: slurmdbd is not running: run `{UP}`")

@@ -52,6 +52,17 @@ def gpu_devices(cluster: Cluster, host: str) -> list[str]:
     return expand(gpus.devices) if gpus and gpus.devices else []
 
 
+def shared_dirs(cluster: Cluster, host: str) -> dict[str, str]:
+    """Host directory -> mount point, standing in for the shared filesystem real sites mount:
+    the controllers' StateSaveLocation when the inventory declares one (a backup controller
+    takes over from the state the primary left there)."""
+    slurm = cluster.spec.slurm
+    if slurm.state_save_location is None or host not in slurm.controller:
+        return {}
+    source = state_dir() / "shared" / slurm.state_save_location.strip("/").replace("/", "_")
+    return {str(source): slurm.state_save_location}
+
+
 def controller_container(state: LabState | None = None) -> str:
     state = state or LabState.load()
     if state is None or not state.inventory:
@@ -87,7 +98,11 @@ def up(
         network.ensure_node_network(state, index, host, state.addresses[host], prefix_len)
     users = lab_users(cluster)
     for host in hosts:
-        created = nodes.start_node(state, host, tag, state.addresses, gpu_devices(cluster, host))
+        volumes = shared_dirs(cluster, host)
+        for source in volumes:
+            Path(source).mkdir(parents=True, exist_ok=True)
+            state.remember("files", str(Path(source).parent))
+        created = nodes.start_node(state, host, tag, state.addresses, gpu_devices(cluster, host), volumes)
         progress(f"node {host}: {'started' if created else 'running'} ({state.addresses[host]})")
         if not created and nodes.container_image(nodes.container_name(host)) != tag:
             progress(f"node {host}: runs an older image; `lab down` then `lab up` to use {tag}")

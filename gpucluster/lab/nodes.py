@@ -38,8 +38,16 @@ def container_exists(name: str) -> bool:
     return run(["podman", "container", "exists", name], env=podman_env(), check=False).returncode == 0
 
 
-def start_node(state: LabState, host: str, image: str, addresses: dict[str, str], devices: list[str]) -> bool:
-    """Run (or start again) the container of `host`; True if it had to be created."""
+def start_node(
+    state: LabState,
+    host: str,
+    image: str,
+    addresses: dict[str, str],
+    devices: list[str],
+    volumes: dict[str, str] | None = None,
+) -> bool:
+    """Run (or start again) the container of `host`; True if it had to be created.
+    `volumes` maps a host directory to the path it is mounted at inside the container."""
     name = container_name(host)
     if container_exists(name):
         if name not in state.containers:
@@ -58,6 +66,8 @@ def start_node(state: LabState, host: str, image: str, addresses: dict[str, str]
     # Simulated GPUs: character devices named as gres.conf File= lists them.
     for device in devices:
         args += ["--device", f"/dev/null:{device}:rwm"]
+    for source, target in (volumes or {}).items():
+        args += ["--volume", f"{source}:{target}:rw"]
     state.containers[name] = host
     state.save()
     podman(*args, image, "/sbin/init")

@@ -1,4 +1,4 @@
-"""Slurm files: slurm.conf, topology.conf or topology.yaml, gres.conf, cgroup.conf."""
+"""Slurm files: slurm.conf, topology.conf or topology.yaml, gres.conf, cgroup.conf, healthcheck.conf."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from gpucluster.accounts import desired_associations
 from gpucluster.cluster import TOPOLOGY_YAML_SINCE, Cluster
 from gpucluster.hostlists import compress
 from gpucluster.model import NodeType, Owner
+from gpucluster.render.health import HEALTH_CONF, HEALTH_PROGRAM, bare_metal_health_conf
 from gpucluster.render.templating import header, render_template
 
 
@@ -70,6 +71,7 @@ def _context(cluster: Cluster) -> dict[str, object]:
         "task_plugin": ",".join(f"task/{name}" for name in slurm.task_plugins),
         "jobacct_gather": "cgroup" if slurm.proctrack == "cgroup" else "linux",
         "gres_types": ["gpu"] if has_gpus else [],
+        "health_program": HEALTH_PROGRAM,
     }
 
 
@@ -99,6 +101,9 @@ def render_slurm(cluster: Cluster) -> dict[str, str]:
     }
     if context["has_gpus"]:
         files["slurm/gres.conf"] = render_template("slurm/gres.conf.j2", **context)
+    health = bare_metal_health_conf(cluster)
+    if health is not None:
+        files[f"slurm/{HEALTH_CONF}"] = health
     if context["topology_yaml"]:
         files["slurm/topology.yaml"] = render_template("slurm/topology.yaml.j2", **context)
     elif context["topology"]:

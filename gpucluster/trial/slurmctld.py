@@ -19,6 +19,7 @@ from pathlib import Path
 
 from gpucluster.cluster import Cluster
 from gpucluster.hostlists import expand
+from gpucluster.model import DEFAULT_STATE_SAVE_LOCATION
 from gpucluster.modelbase import Owner
 
 # Lines of a daemon log that mean the configuration is not accepted as is.
@@ -133,6 +134,14 @@ def _slurmdbd_conf() -> str:
     )
 
 
+def _private_state_dir(slurm_conf: str) -> str:
+    """The sandbox keeps slurmctld's state in its private tmpfs: a site's shared StateSaveLocation
+    (e.g. /shared/slurmctld) does not exist here, and creating it would touch the real filesystem."""
+    return re.sub(
+        r"^StateSaveLocation=.*$", f"StateSaveLocation={DEFAULT_STATE_SAVE_LOCATION}", slurm_conf, flags=re.M
+    )
+
+
 def _hosts_file(cluster: Cluster) -> str:
     names = set(cluster.hosts) | set(cluster.spec.slurm.controller)
     if cluster.spec.slurm.accounting:
@@ -149,6 +158,8 @@ def run_trial(cluster: Cluster, files: dict[str, str], seconds: int = 3, timeout
         conf.mkdir()
         for rel, content in files.items():
             if rel.startswith("slurm/") and rel.count("/") == 1:
+                if rel == "slurm/slurm.conf":
+                    content = _private_state_dir(content)
                 (conf / rel.split("/", 1)[1]).write_text(content, encoding="utf-8")
         accounting = cluster.spec.slurm.accounting is not None
         if accounting:

@@ -27,7 +27,9 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
 def test_status_shows_nodes_fabric_and_jobs(lab_cluster: Lab) -> None:
     proc = cli("status")
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.startswith("lab: up (5 hosts from ")
+    hosts = len(lab_cluster.cluster.inventory.hostvars)
+    assert hosts == 6  # two controllers and four GPU nodes
+    assert proc.stdout.startswith(f"lab: up ({hosts} hosts from ")
     for word in ("nodes", "fabric", "jobs", "gpu04", "SwitchName=spine", "gpu:h100:8"):
         assert word in proc.stdout
 

@@ -28,7 +28,7 @@ def test_deployed_files_are_byte_identical_to_gpucluster_render(lab_cluster: Lab
     )
     rendered = sorted(p.name for p in (tmp_path / "slurm").iterdir() if p.name != "accounts.yaml")
     assert {"slurm.conf", "gres.conf", "cgroup.conf", "topology.conf"} <= set(rendered)
-    for host in [lab_cluster.cluster.spec.slurm.controller[0], *lab_cluster.cluster.hosts]:
+    for host in [*lab_cluster.cluster.spec.slurm.controller, *lab_cluster.cluster.hosts]:
         for name in rendered:
             deployed = lab_cluster.ok("cat", f"/etc/slurm/{name}", host=host)
             assert deployed == (tmp_path / "slurm" / name).read_text(), f"{host}:/etc/slurm/{name}"
@@ -36,7 +36,7 @@ def test_deployed_files_are_byte_identical_to_gpucluster_render(lab_cluster: Lab
 
 def test_munge_key_is_shared_and_private(lab_cluster: Lab) -> None:
     sums = set()
-    for host in [lab_cluster.cluster.spec.slurm.controller[0], *lab_cluster.cluster.hosts]:
+    for host in [*lab_cluster.cluster.spec.slurm.controller, *lab_cluster.cluster.hosts]:
         mode = lab_cluster.ok("stat", "--format=%a %U", "/etc/munge/munge.key", host=host).strip()
         assert mode == "400 munge", host
         sums.add(lab_cluster.ok("sha256sum", "/etc/munge/munge.key", host=host).split()[0])

@@ -14,7 +14,15 @@ from gpucluster.tools import venv_env, venv_tool
 
 ROLES = Path(__file__).resolve().parents[2] / "roles"
 SCENARIO_ROLES = sorted(p.parents[2].name for p in ROLES.glob("*/molecule/default/molecule.yml"))
-OURS = ["munge", "slurm_accounts", "slurm_common", "slurm_compute", "slurm_controller", "slurm_dbd"]
+OURS = [
+    "munge",
+    "slurm_accounts",
+    "slurm_common",
+    "slurm_compute",
+    "slurm_controller",
+    "slurm_dbd",
+    "slurm_health",
+]
 
 pytestmark = pytest.mark.molecule
 

@@ -107,7 +107,12 @@ def test_lab_status_when_partly_built(tmp_path: Path, inventories: InventoryFact
     state = tmp_path / "state"
     state.mkdir()
     (state / "state.json").write_text(f'{{"inventory": "{inventory}", "subnet": "10.213.77.0/24"}}\n')
+    # In a network namespace of its own: the real lab may be up beside this test (its bridge
+    # has the same name), and this machine must look as if the bridge was never made.
     proc = scrubbed(
+        "unshare",
+        "--net",
+        "--",
         str(bin_dir() / "gpucluster"),
         "lab",
         "status",

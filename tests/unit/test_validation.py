@@ -176,6 +176,12 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
         "`head2` is not a host",
     ),
     (
+        "backup controller without shared state",
+        lambda c: c["slurm"].update(controller=["head", "n01"]),
+        "cluster.slurm.state_save_location",
+        "2 controllers (head, n01) need a StateSaveLocation they all share",
+    ),
+    (
         "quota sum",
         lambda c: c["tenants"][0].update(gpu_quota=40, gpu_limit=40),
         "cluster.tenants",

@@ -51,6 +51,10 @@ compute_nodes:
   description: slurmd hosts (the nodes bare-metal Slurm owns).
   type: list
   returned: always
+state_save_location:
+  description: StateSaveLocation as rendered into slurm.conf (created on the controllers).
+  type: str
+  returned: always
 leave_reasons:
   description: Host -> drain reason, for every inventory host that another scheduler owns.
   type: dict
@@ -81,6 +85,7 @@ def classify(cluster: Any) -> dict[str, Any]:
         "controllers": list(slurm.controller) if nodes else [],
         "dbd_hosts": [slurm.accounting.host] if slurm.accounting and nodes else [],
         "compute_nodes": nodes,
+        "state_save_location": slurm.state_dir,
         "leave_reasons": {h: MOVE_REASON.format(target=o) for h, o in sorted(others.items())},
     }
 

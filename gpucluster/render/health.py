@@ -1,0 +1,79 @@
+"""healthcheck.conf: what gpucluster-healthcheck expects of each node, one section per node type
+(bare-metal Slurm) or per NodeSet (Slurm on Kubernetes). The program itself is
+roles/slurm_health/files/gpucluster_healthcheck.py; the slurm_health role installs it on the
+nodes, and the Slinky values carry it to the slurmd pods."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from gpucluster.cluster import Cluster
+from gpucluster.hostlists import compress, expand
+from gpucluster.model import HealthSettings, NodeType
+from gpucluster.render.templating import header, render_template
+
+# Where the slurm_health role installs the program (its defaults say the same; a unit test checks).
+HEALTH_PROGRAM = "/usr/local/sbin/gpucluster-healthcheck"
+HEALTH_CONF = "healthcheck.conf"
+PROGRAM_SOURCE = (
+    Path(__file__).resolve().parents[2] / "roles" / "slurm_health" / "files" / "gpucluster_healthcheck.py"
+)
+
+
+@dataclass(frozen=True)
+class Section:
+    name: str
+    nodes: str  # a Slurm hostlist expression
+    checks: list[str]
+    node_type: NodeType
+
+
+def checks_of(node_type: NodeType) -> list[str]:
+    """The checks the program runs on this node type, in its own order; GPU checks need GPUs."""
+    health = node_type.health
+    gpus = node_type.gpus is not None
+    wanted = {
+        "gpu_count": gpus and health.gpu_count,
+        "mounts": bool(health.mounts),
+        "infiniband": bool(health.infiniband),
+        "xid": gpus and health.xid,
+        "ecc": gpus and health.ecc,
+        "dcgm": gpus and health.dcgm,
+    }
+    return [name for name, on in wanted.items() if on]
+
+
+def section(name: str, nodes: str, node_type: NodeType) -> Section:
+    return Section(name, nodes, checks_of(node_type), node_type)
+
+
+def devices_of(node_type: NodeType) -> list[str]:
+    gpus = node_type.gpus
+    return expand(gpus.devices) if gpus and gpus.devices else []
+
+
+def render_health_conf(cluster: Cluster, health: HealthSettings, sections: list[Section]) -> str:
+    return render_template(
+        "slurm/healthcheck.conf.j2",
+        header=header(cluster.source),
+        health=health,
+        sections=sorted(sections, key=lambda s: s.name),
+        devices_of=devices_of,
+    )
+
+
+def bare_metal_health_conf(cluster: Cluster) -> str | None:
+    """One section per node type of the hosts in this view (bare-metal Slurm's)."""
+    health = cluster.spec.slurm.health
+    if health is None:
+        return None
+    sections = [
+        section(type_name, compress(hosts), cluster.spec.node_types[type_name])
+        for type_name, hosts in cluster.hosts_by_type.items()
+    ]
+    return render_health_conf(cluster, health, sections)
+
+
+def program_text() -> str:
+    return PROGRAM_SOURCE.read_text(encoding="utf-8")
