@@ -25,7 +25,7 @@ MIRROR = os.environ.get("GPUCLUSTER_LAB_MIRROR", "http://deb.debian.org/debian")
 # Services the roles enable themselves; disabled in the image so a fresh node boots quiet.
 ROLE_SERVICES = ("munge", "slurmctld", "slurmd", "slurmdbd", "mariadb")
 # Bump when the build steps below change (the package list is hashed on its own).
-RECIPE_VERSION = "3"
+RECIPE_VERSION = "4"
 
 Progress = Callable[[str], None]
 
@@ -79,6 +79,9 @@ def build_image(tag: str, progress: Progress) -> None:
             _in_root(rootfs, "apt-get", "install", "-y", "-qq", "--no-install-recommends", *packages)
             _in_root(rootfs, "apt-get", "clean")
             _in_root(rootfs, "systemctl", "disable", *(f"{name}.service" for name in ROLE_SERVICES))
+            # Debian enables socket activation: systemd itself would listen on *:3306 on every lab
+            # host, including those that never run MariaDB (the slurm_dbd role turns it off on its own).
+            _in_root(rootfs, "systemctl", "disable", "mariadb.socket")
         finally:
             run(["umount", "-l", str(proc)], check=False)
         policy.unlink()

@@ -44,9 +44,14 @@ def test_munge_key_is_shared_and_private(lab_cluster: Lab) -> None:
 
 
 def test_mariadb_is_not_on_the_network(lab_cluster: Lab) -> None:
-    sockets = lab_cluster.ok("ss", "--listening", "--tcp", "--numeric", "--processes")
-    assert "mariadbd" not in sockets and ":3306" not in sockets
-    assert lab_cluster.ok("stat", "--format=%a %U", "/etc/slurm/slurmdbd.conf").strip() == "600 slurm"
+    # On no host: neither mariadbd nor systemd's socket activation listens on TCP.
+    for host in lab_cluster.cluster.inventory.hostvars:
+        sockets = lab_cluster.ok("ss", "--listening", "--tcp", "--numeric", "--processes", host=host)
+        assert "mariadbd" not in sockets and ":3306" not in sockets, f"{host}: {sockets}"
+    accounting = lab_cluster.cluster.spec.slurm.accounting
+    assert accounting
+    mode = lab_cluster.ok("stat", "--format=%a %U", "/etc/slurm/slurmdbd.conf", host=accounting.host)
+    assert mode.strip() == "600 slurm"
 
 
 def test_second_run_changes_nothing(lab_cluster: Lab) -> None:
