@@ -158,8 +158,7 @@ def verify(
     from gpucluster.tools import ToolMissing
     from gpucluster.verify.collect import ansible_runner, verify_cluster
     from gpucluster.verify.observed import VerifyError
-    from gpucluster.verify.report import as_json as report_json
-    from gpucluster.verify.report import failed, print_table
+    from gpucluster.verify.report import emit
 
     cluster = _load(inventory)
     err.print(f"verify: observing {cluster.name} through {inventory} (playbooks/verify.yml)", highlight=False)
@@ -168,12 +167,9 @@ def verify(
     except (VerifyError, ToolMissing) as exc:
         err.print(f"verify: {exc}", markup=False, highlight=False)
         raise typer.Exit(1) from None
-    if as_json:
-        sys.stdout.write(report_json(cluster, results))
-    else:
-        print_table(cluster, results, out.console)
-    if failed(results):
-        raise typer.Exit(1)
+    code = emit(cluster, results, as_json, out.console)
+    if code:
+        raise typer.Exit(code)
 
 
 @app.command()

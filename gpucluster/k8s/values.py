@@ -244,7 +244,7 @@ def slinky_health(cluster: Cluster, groups: list[NodeSetGroup]) -> Values:
     health = cluster.spec.slurm.health
     assert health is not None
     sections = [
-        section(g.name, f"{g.name}-[0-{len(g.hosts) - 1}]", cluster.spec.node_types[g.node_type])
+        section(g.name, [f"{g.name}-{i}" for i in range(len(g.hosts))], cluster.spec.node_types[g.node_type])
         for g in groups
     ]
     config_map: Values = {

@@ -122,8 +122,7 @@ def verify(
     when none failed. Progress goes to stderr."""
     from gpucluster.lab.verify import verify as verify_lab
     from gpucluster.verify.observed import VerifyError
-    from gpucluster.verify.report import as_json as report_json
-    from gpucluster.verify.report import failed, print_table
+    from gpucluster.verify.report import emit
 
     started = time.monotonic()
 
@@ -134,12 +133,9 @@ def verify(
         cluster, results = verify_lab(progress)
     except (LabError, ToolMissing, VerifyError) as exc:
         raise _fail(exc) from exc
-    if as_json:
-        sys.stdout.write(report_json(cluster, results))
-    else:
-        print_table(cluster, results, out.console)
-    if failed(results):
-        raise typer.Exit(1)
+    code = emit(cluster, results, as_json, out.console)
+    if code:
+        raise typer.Exit(code)
 
 
 @lab_app.command()

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpucluster.cluster import Cluster
-from gpucluster.hostlists import compress, expand
+from gpucluster.hostlists import expand
 from gpucluster.model import HealthSettings, NodeType
 from gpucluster.render.templating import header, render_template
 
@@ -24,7 +24,8 @@ PROGRAM_SOURCE = (
 @dataclass(frozen=True)
 class Section:
     name: str
-    nodes: str  # a Slurm hostlist expression
+    # Every name, not a hostlist: the program on the node then needs no hostlist parser.
+    nodes: list[str]
     checks: list[str]
     node_type: NodeType
 
@@ -44,7 +45,7 @@ def checks_of(node_type: NodeType) -> list[str]:
     return [name for name, on in wanted.items() if on]
 
 
-def section(name: str, nodes: str, node_type: NodeType) -> Section:
+def section(name: str, nodes: list[str], node_type: NodeType) -> Section:
     return Section(name, nodes, checks_of(node_type), node_type)
 
 
@@ -69,7 +70,7 @@ def bare_metal_health_conf(cluster: Cluster) -> str | None:
     if health is None:
         return None
     sections = [
-        section(type_name, compress(hosts), cluster.spec.node_types[type_name])
+        section(type_name, list(hosts), cluster.spec.node_types[type_name])
         for type_name, hosts in cluster.hosts_by_type.items()
     ]
     return render_health_conf(cluster, health, sections)

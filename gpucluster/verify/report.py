@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from typing import TYPE_CHECKING
 
 from gpucluster.cluster import Cluster
@@ -42,3 +43,12 @@ def print_table(cluster: Cluster, results: list[CheckResult], console: Console) 
     console.print(table)
     counts = {status: sum(r.status == status for r in results) for status in Status}
     console.print(", ".join(f"{counts[s]} {s}" for s in Status), highlight=False)
+
+
+def emit(cluster: Cluster, results: list[CheckResult], json_output: bool, console: Console) -> int:
+    """Print the report (JSON on stdout, or the table); the exit code: 0 only when nothing failed."""
+    if json_output:
+        sys.stdout.write(as_json(cluster, results))
+    else:
+        print_table(cluster, results, console)
+    return 1 if failed(results) else 0

@@ -59,7 +59,8 @@ def test_nodesets_run_the_health_check(tmp_path: Path) -> None:
             }
         ]
         assert nodeset["slurmd"]["volumeMounts"][0]["mountPath"] == SLINKY_HEALTH_DIR
-        assert f"\n[{name}]\nnodes = {name}-[0-{nodeset['replicas'] - 1}]\n" in data["healthcheck.conf"]
+        pods = " ".join(f"{name}-{i}" for i in range(nodeset["replicas"]))
+        assert f"\n[{name}]\nnodes = {pods}\n" in data["healthcheck.conf"]
 
 
 def test_the_program_finds_each_slurmd_pods_expectations(tmp_path: Path) -> None:

@@ -154,7 +154,7 @@ def test_health_renders_slurm_conf_keys_and_the_expectations(inventories: Invent
     expected = textwrap.dedent(
         """\
         [cpu]
-        nodes = n[05-08]
+        nodes = n05 n06 n07 n08
         checks =
         gpus = 0
         devices =
@@ -163,7 +163,7 @@ def test_health_renders_slurm_conf_keys_and_the_expectations(inventories: Invent
         mounts =
 
         [h100]
-        nodes = n[01-04]
+        nodes = n01 n02 n03 n04
         checks = gpu_count mounts infiniband xid ecc
         gpus = 8
         devices = /dev/nvidia0 /dev/nvidia1 /dev/nvidia2 /dev/nvidia3 /dev/nvidia4 /dev/nvidia5 /dev/nvidia6 /dev/nvidia7

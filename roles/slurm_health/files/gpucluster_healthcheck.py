@@ -2,7 +2,7 @@
 """gpucluster-healthcheck: Slurm's HealthCheckProgram and Prolog on gpucluster's nodes.
 
 What this node must have comes from healthcheck.conf, rendered by gpucluster from the inventory:
-the section whose `nodes` hostlist names the node lists the checks its node type enables. Each
+the section whose `nodes` list names the node lists the checks its node type enables. Each
 check runs only where its tool or device exists (nvidia-smi, dcgmi, /dev/kmsg).
 
 - As HealthCheckProgram (the default): a failing node is drained with the reason
@@ -72,48 +72,6 @@ class NoTime(Exception):
     """The run's budget does not leave a tool its full timeout: the check is skipped, not failed."""
 
 
-# --- Hostlists ---------------------------------------------------------------------------------
-
-
-def _split_top_level(expression: str) -> list[str]:
-    tokens, depth, start = [], 0, 0
-    for index, char in enumerate(expression):
-        if char == "[":
-            depth += 1
-        elif char == "]":
-            depth -= 1
-        elif char == "," and depth == 0:
-            tokens.append(expression[start:index])
-            start = index + 1
-    tokens.append(expression[start:])
-    return [t.strip() for t in tokens if t.strip()]
-
-
-def _expand_token(token: str) -> list[str]:
-    start = token.find("[")
-    if start < 0:
-        return [token]
-    end = token.find("]", start)
-    if end < 0:
-        raise ConfigError(f"unbalanced bracket in hostlist {token!r}")
-    prefix, body, rest = token[:start], token[start + 1 : end], token[end + 1 :]
-    tails = _expand_token(rest)
-    names: list[str] = []
-    for item in body.split(","):
-        low, _, high = item.strip().partition("-")
-        if not low.isdigit() or (high and not high.isdigit()):
-            raise ConfigError(f"bad range {item!r} in hostlist {token!r}")
-        width = len(low)  # as Slurm and python-hostlist: gpu[08-12] pads to two digits
-        for number in range(int(low), int(high or low) + 1):
-            names.extend(f"{prefix}{number:0{width}d}{tail}" for tail in tails)
-    return names
-
-
-def expand_hostlist(expression: str) -> list[str]:
-    """Every name of a Slurm hostlist expression (gpu[01-04,07], r[1-2]n[01-18], a,b)."""
-    return [name for token in _split_top_level(expression) for name in _expand_token(token)]
-
-
 # --- Configuration -----------------------------------------------------------------------------
 
 
@@ -173,7 +131,7 @@ def load_expectations(path: Path, node: str) -> Expectations:
     except configparser.Error as exc:
         raise ConfigError(f"{path}: {exc}") from None
     for name in parser.sections():
-        if node in expand_hostlist(parser[name].get("nodes", "")):
+        if node in _words(parser[name], "nodes"):
             return parse_section(name, parser[name])
     raise ConfigError(f"no section of {path} names node {node}")
 
