@@ -2,8 +2,9 @@
 
 Any file, however hostile or generated, is judged in bounded time and memory: a file above
 MAX_FILE_BYTES is refused before it is read, and documents are built from libyaml's events
-without recursion, refusing (with the line) one that nests deeper than MAX_DEPTH or holds more
-than MAX_NODES nodes once its aliases are expanded, before anything expands them.
+without recursion, refusing (with the line) one that nests deeper than MAX_DEPTH, holds more
+than MAX_NODES nodes once its aliases are expanded, or whose aliases add more than
+MAX_ALIAS_NODES of them, before anything expands them.
 """
 
 from __future__ import annotations
@@ -31,10 +32,16 @@ MAX_FILE_BYTES = 16 * 1024 * 1024
 # Most nodes (mapping keys, values, list items) a file may hold, what an alias names counted
 # once per alias. Building, locating keys and validating cost grows with this number: at the
 # limit, about 4 s of CPU and 200 MB for a whole `gpucluster validate` (a list of a million
-# users; through aliases, 1.4 s and 150 MB). The 20,000-tenant benchmark inventory holds
-# ~240,000. An alias bomb (each list holding nine aliases of the one before: 9x the nodes per
-# line of ~60 bytes) crosses the limit on its seventh line and is refused there, unexpanded.
+# users). The 20,000-tenant benchmark inventory holds ~240,000.
 MAX_NODES = 1_000_000
+
+# Most nodes that aliases may add (what each alias names, counted once per alias), within
+# MAX_NODES. Inventories alias a few shared blocks (a node type's settings, a tenant's limits),
+# hundreds of nodes in all; a file whose aliases repeat more than this is an alias bomb, refused
+# before validation pays for it. A bomb of nine aliases of the line before per line (9x the
+# nodes per ~60 bytes) crosses it on its sixth line; within MAX_NODES, an 8-line bomb of
+# 531,441 items would otherwise cost 1.3 s and 100 MB to load and validate.
+MAX_ALIAS_NODES = 100_000
 
 # Deepest nesting of mappings and lists, aliases expanded. Inventories nest about a dozen levels
 # (each group of hosts.yml nested in another adds two). Deeper nesting crashed the process
@@ -145,6 +152,10 @@ def _refusal_path(parts: list[str | int]) -> str:
     return format_path(parts) if len(parts) <= 12 else format_path(parts[:12]) + "..."
 
 
+def _too_many_aliased() -> str:
+    return f"YAML aliases would add more than {MAX_ALIAS_NODES:,} keys, values and list items to the file (the limit)"
+
+
 def _too_many(aliased: bool) -> str:
     if aliased:
         return f"YAML aliases would expand the file to more than {MAX_NODES:,} keys, values and list items (the limit)"
@@ -167,6 +178,7 @@ def _compose(loader: _Loader) -> yaml.Node | None:
     plain_tags: dict[str, str] = {}  # resolve() of each plain scalar value seen
     stack: list[_Open] = []
     count = 0  # nodes so far, aliases expanded
+    through_aliases = 0  # of those, nodes that aliases added
     aliased = cyclic = False
     root: yaml.Node | None = None
 
@@ -195,8 +207,11 @@ def _compose(loader: _Loader) -> yaml.Node | None:
             cyclic = cyclic or anchor not in expanded
             aliased = True
             count += size
+            through_aliases += size
             if count > MAX_NODES:
                 raise refuse_size(_line(event.start_mark))
+            if through_aliases > MAX_ALIAS_NODES:
+                raise _Refused(_too_many_aliased(), _line(event.start_mark), _open_path(stack))
             if stack:
                 reach = len(stack) + height
                 if reach > MAX_DEPTH:

@@ -23,7 +23,7 @@ import pytest
 
 from gpucluster.hostranges import MAX_HOSTS
 from gpucluster.layers import load_cluster
-from gpucluster.yamlfile import MAX_DEPTH, MAX_FILE_BYTES, MAX_NODES
+from gpucluster.yamlfile import MAX_ALIAS_NODES, MAX_DEPTH, MAX_FILE_BYTES, MAX_NODES
 from tests.conftest import REPO, SMALL_CLUSTER, SMALL_HOSTS, InventoryFactory
 
 WALL_LIMIT_S = 10.0
@@ -109,14 +109,13 @@ def alias_bomb(depth: int) -> str:
 
 
 def crossing_line(depth: int) -> int:
-    """Line of alias_bomb(depth) where the nodes counted so far (aliases expanded) pass MAX_NODES."""
-    count = 7 + 9  # root, `cluster`, its mapping, `name`, `bomb`, `l0`, its list, nine scalars
+    """Line of alias_bomb(depth) where the nodes that aliases add pass MAX_ALIAS_NODES."""
+    through_aliases = 0
     size = 10  # of l0's list
     for level in range(1, depth):
-        count += 2  # the key and the list
         for _ in range(9):
-            count += size
-            if count > MAX_NODES:
+            through_aliases += size
+            if through_aliases > MAX_ALIAS_NODES:
                 return 3 + level
         size = 1 + 9 * size
     raise AssertionError("the bomb stays within the limit")
@@ -130,9 +129,11 @@ def cluster_file(directory: Path) -> Path:
 def test_alias_bomb_is_refused_in_bounded_time_and_memory(inventories: InventoryFactory, depth: int) -> None:
     directory = inventories.make(SMALL_HOSTS, alias_bomb(depth), name=f"bomb{depth}")
     run = validate(directory)
-    if 9**depth > MAX_NODES:
+    if 9**depth > MAX_ALIAS_NODES:
         # Refused on the line where the expansion crosses the limit, before anything expands.
-        assert_refused(run, cluster_file(directory), "YAML aliases would expand the file", f"{MAX_NODES:,}")
+        assert_refused(
+            run, cluster_file(directory), "YAML aliases would add more than", f"{MAX_ALIAS_NODES:,}"
+        )
         assert f"{cluster_file(directory)}:{crossing_line(depth)}: cluster.l" in run.stderr, run.stderr
     else:
         assert_refused(run, cluster_file(directory), "unknown key")  # expanded: within the limit
@@ -143,7 +144,16 @@ def test_alias_bomb_in_hosts_file_is_refused(inventories: InventoryFactory) -> N
     for level in range(1, 9):
         bomb += f"    l{level}: &l{level} [" + ", ".join([f"*l{level - 1}"] * 9) + "]\n"
     directory = inventories.make(bomb, SMALL_CLUSTER)
-    assert_refused(validate(directory), directory / "hosts.yml", "YAML aliases would expand the file")
+    assert_refused(validate(directory), directory / "hosts.yml", "YAML aliases would add more than")
+
+
+def test_a_file_of_too_many_items_is_refused_before_they_are_built(inventories: InventoryFactory) -> None:
+    # 2 MB, far below the size limit: the count of items refuses it, on its line.
+    items = "cluster:\n  name: many\n  users: [" + "u, " * MAX_NODES + "u]\n"
+    directory = inventories.make(SMALL_HOSTS, items)
+    run = validate(directory)
+    assert_refused(run, cluster_file(directory), f"holds more than {MAX_NODES:,} keys, values and list items")
+    assert f"{cluster_file(directory)}:3: cluster.users[" in run.stderr, run.stderr
 
 
 def test_deep_nesting_is_refused_not_a_crash(inventories: InventoryFactory) -> None:
