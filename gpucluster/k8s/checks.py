@@ -162,6 +162,21 @@ class _KubernetesChecker:
             )
         if slurm.namespace in ADDON_NAMESPACES.values():
             self.fail(["slurm", "namespace"], f"namespace `{slurm.namespace}` belongs to an add-on")
+        # Slurm enforces a tenant's GPU numbers as association limits (GrpTRES), which need slurmdbd;
+        # the accounts are made only for Slinky (roles/slurm_on_k8s; Soperator has no way to).
+        if slurm.operator == "slinky" and slurm.accounting:
+            return
+        why = (
+            "Slurm on Kubernetes runs without accounting (kubernetes.slurm.accounting), so no Slurm limit holds it"
+            if slurm.operator == "slinky"
+            else "gpucluster makes no Slurm accounts in Soperator, so no Slurm limit holds it"
+        )
+        for index, tenant in enumerate(self.cluster.spec.tenants):
+            if Owner.SLURM_ON_KUBERNETES in tenant.gpus:
+                self.fail_outside(
+                    ["tenants", index, "gpus", Owner.SLURM_ON_KUBERNETES.value],
+                    f"tenant {tenant.name} has slurm-on-kubernetes GPU numbers, but {why}",
+                )
 
     def check_owners(self) -> None:
         """Every scheduler the section installs has nodes to schedule, and every node owned on the

@@ -38,6 +38,7 @@ from gpucluster.k8s.owners import (
     slurm_pods_view,
 )
 from gpucluster.model import Owner, Tenant
+from gpucluster.render.slurm import BLOCK_TOPOLOGY, TREE_TOPOLOGY
 
 Obj = dict[str, Any]
 
@@ -50,8 +51,8 @@ NIC_POLICY_API = "mellanox.com/v1alpha1"
 GPU_DRIVER = "gpu.nvidia.com"
 
 # Names the Slurm renderer gives its topologies in topology.yaml (templates/slurm/topology.yaml.j2).
-SLURM_TREE_TOPOLOGY = "fabric-tree"
-SLURM_BLOCK_TOPOLOGY = "nvlink-blocks"
+SLURM_TREE_TOPOLOGY = TREE_TOPOLOGY
+SLURM_BLOCK_TOPOLOGY = BLOCK_TOPOLOGY
 
 
 def _meta(name: str, namespace: str | None = None, **extra: Any) -> Obj:
@@ -98,7 +99,11 @@ def gpu_node_types(cluster: Cluster) -> list[str]:
 
 
 def slinky_topology_spec(cluster: Cluster, host: str) -> str | None:
-    """`fabric-tree:<leaf>,nvlink-blocks:<block>`: the host's unit in each Slurm topology."""
+    """`nvlink-blocks:<block>,fabric-tree:<leaf>`: the host's unit in each topology of the Slinky
+    topology.yaml (render_topology_yaml with dynamic_nodes), which names no node. Slinky copies it
+    into the Topology= option of the slurmd pod running on the host: Slurm takes the first `:` as the
+    end of the topology name, and the unit of a tree must be a leaf switch, of a block topology a
+    block, both defined in topology.yaml (an unknown one is refused)."""
     parts = []
     if host in cluster.block_of:
         parts.append(f"{SLURM_BLOCK_TOPOLOGY}:{cluster.block_of[host]}")

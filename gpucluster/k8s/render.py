@@ -15,7 +15,7 @@ from gpucluster.k8s import values as val
 from gpucluster.k8s.mirror import chart_source, mirror_image
 from gpucluster.k8s.model import ChartPin, KubernetesSpec, kubernetes_of
 from gpucluster.k8s.names import ADDON_NAMESPACES
-from gpucluster.k8s.owners import has_slurm_pods, pods_view
+from gpucluster.k8s.owners import has_slurm_pods, pods_view, slurm_pods_view
 
 
 def dump(documents: Iterable[Any], comment: str) -> str:
@@ -192,6 +192,40 @@ def releases(cluster: Cluster, k8s: KubernetesSpec) -> list[Release]:
     ]
 
 
+# The accounts of the Slurm that runs in Kubernetes (Slinky with accounting): the tenants'
+# `slurm-on-kubernetes` numbers, in the format of slurm/accounts.yaml.
+SLINKY_ACCOUNTS_FILE = "kubernetes/slinky/accounts.yaml"
+SLINKY_RELEASE = "slurm"
+
+
+def has_slinky_accounts(k8s: KubernetesSpec) -> bool:
+    return _slinky(k8s) and k8s.slurm is not None and k8s.slurm.accounting
+
+
+def slinky_accounts(cluster: Cluster) -> str:
+    """desired_associations of the Slurm-on-Kubernetes view: every tenant, with its
+    `slurm-on-kubernetes` numbers (zero where it has none there, as Cluster.quota says)."""
+    from gpucluster.render.slurm import render_accounts
+
+    return render_accounts(slurm_pods_view(cluster))
+
+
+def slinky_accounts_target(release: Release) -> dict[str, Any]:
+    """Where the slurm_on_k8s role applies SLINKY_ACCOUNTS_FILE once the `slurm` release is up: in the
+    slurmctld container (its image has sacctmgr and python3), after slurmdbd is ready. The chart names
+    the Controller and Accounting objects after the release (`slurm.fullname`), and the operator
+    labels their pods `app.kubernetes.io/name: slurmctld|slurmdbd`, `app.kubernetes.io/instance: <name>`.
+    """
+    instance = f"app.kubernetes.io/instance={release.name}"
+    return {
+        "file": SLINKY_ACCOUNTS_FILE,
+        "namespace": release.namespace,
+        "controller_selector": ["app.kubernetes.io/name=slurmctld", instance],
+        "container": "slurmctld",
+        "accounting_selector": ["app.kubernetes.io/name=slurmdbd", instance],
+    }
+
+
 def release_manifest(cluster: Cluster, k8s: KubernetesSpec) -> dict[str, Any]:
     entries = []
     for release in releases(cluster, k8s):
@@ -207,6 +241,8 @@ def release_manifest(cluster: Cluster, k8s: KubernetesSpec) -> dict[str, Any]:
         }
         if release.wait_for:
             entry["wait_for"] = release.wait_for
+        if release.name == SLINKY_RELEASE and has_slinky_accounts(k8s):
+            entry["accounts"] = slinky_accounts_target(release)
         entries.append(entry)
     return {"cluster": cluster.name, "kubernetes_version": k8s.version, "releases": entries}
 
@@ -320,6 +356,8 @@ def render_kubernetes(cluster: Cluster) -> dict[str, str]:
     comment = _header(cluster)
     files = {f.path: dump(f.documents, comment) for f in object_files(cluster, k8s)}
     files["kubernetes/manifest.yaml"] = dump([object_manifest(cluster, k8s)], comment)
+    if has_slinky_accounts(k8s):
+        files[SLINKY_ACCOUNTS_FILE] = slinky_accounts(cluster)
     return files
 
 

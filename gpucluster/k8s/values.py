@@ -19,9 +19,17 @@ from gpucluster.k8s.names import (
     MANAGED_BY,
     NODESET_LABEL,
     NodeSetGroup,
+    k8s_name,
     nodeset_groups,
 )
-from gpucluster.k8s.objects import device_class_name, gpu_node_types, gpu_toleration, leaf_tenants
+from gpucluster.k8s.objects import (
+    GPU_DRIVER,
+    RESOURCE_API,
+    device_class_name,
+    gpu_node_types,
+    gpu_toleration,
+    leaf_tenants,
+)
 from gpucluster.k8s.owners import (
     has_slurm_pods,
     owner_selector,
@@ -273,6 +281,40 @@ def slinky_health_pod(podspec: Values, slurmd: Values) -> None:
     slurmd["volumeMounts"] = [{"name": SLINKY_HEALTH_NAME, "mountPath": SLINKY_HEALTH_DIR, "readOnly": True}]
 
 
+# With device_allocation `dra` the GPU Operator's device plugin is off and nothing advertises
+# nvidia.com/gpu: a NodeSet's slurmd pod gets its node's GPUs through a ResourceClaimTemplate (one
+# claim per pod, made by Kubernetes) asking for the node type's count of whole GPUs of the DRA
+# driver's own DeviceClass `gpu.nvidia.com` (the chart creates it with resources.gpus.enabled;
+# the per-type `<type>.gpucluster.io` classes exist only for Kubernetes-owned node types, and the
+# NodeSet's node selector already pins the node type). Referenced from the pod (podSpec.resourceClaims)
+# and the slurmd container (resources.claims); CDI then hands the devices to the container, where
+# slurmd finds them (gres.conf AutoDetect=nvidia).
+SLINKY_GPU_CLAIM = "gpus"
+DRA_GPU_DEVICE_CLASS = GPU_DRIVER
+
+
+def slinky_gpu_claim_template(group: NodeSetGroup, count: int) -> Values:
+    """The ResourceClaimTemplate of a NodeSet's pods (in the chart's namespace, through extraObjects)."""
+    request = {
+        "name": SLINKY_GPU_CLAIM,
+        "exactly": {"deviceClassName": DRA_GPU_DEVICE_CLASS, "allocationMode": "ExactCount", "count": count},
+    }
+    return {
+        "apiVersion": RESOURCE_API,
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": k8s_name(group.name, "gpus"), "labels": dict(MANAGED_BY)},
+        "spec": {"spec": {"devices": {"requests": [request]}}},
+    }
+
+
+def slinky_gpu_claim_pod(podspec: Values, slurmd: Values, template: Values) -> None:
+    """A NodeSet pod's claim from its template, and the slurmd container's use of it."""
+    podspec["resourceClaims"] = [
+        {"name": SLINKY_GPU_CLAIM, "resourceClaimTemplateName": template["metadata"]["name"]}
+    ]
+    slurmd["resources"] = {"claims": [{"name": SLINKY_GPU_CLAIM}]}
+
+
 # slurmd pods are dynamic nodes named <nodeset>-<n>, not inventory hosts: a gres.conf with NodeName
 # lines would match none of them. Each NodeSet declares its GPUs (extraConfMap Gres) and slurmd
 # finds the devices itself (AutoDetect=nvidia: no NVML library needed; Slurm >= 24.11).
@@ -293,19 +335,26 @@ def slinky_slurm_values(cluster: Cluster, k8s: KubernetesSpec) -> Values:
     config_files: Values = {}
     if has_gpus:
         config_files["gres.conf"] = f"{header(cluster.source)}\n{SLINKY_GRES_CONF}"
-    topology = render_topology_yaml(slurm_pods)
+    # Defines the switches and blocks without naming nodes: pods are dynamic nodes placed by the
+    # node annotation (objects.slinky_topology_spec; render_topology_yaml says why).
+    topology = render_topology_yaml(slurm_pods, dynamic_nodes=True)
     if topology is not None:
         config_files["topology.yaml"] = topology
     health = slinky_health(cluster, groups) if cluster.spec.slurm.health else None
+    extra_objects: list[Values] = [health["config_map"]] if health else []
     nodesets: Values = {}
     for group in groups:
         node_type = cluster.spec.node_types[group.node_type]
         conf: Values = {}
         slurmd: Values = {}
+        claim: Values | None = None
         if node_type.gpus:
             conf["Gres"] = [f"gpu:{node_type.gpus.model}:{node_type.gpus.count}"]
             if k8s.device_allocation == "device-plugin":
                 slurmd["resources"] = {"limits": {GPU_RESOURCE: node_type.gpus.count}}
+            else:
+                claim = slinky_gpu_claim_template(group, node_type.gpus.count)
+                extra_objects.append(claim)
         if node_type.features:
             conf["Features"] = list(node_type.features)
         nodeset: Values = {
@@ -320,6 +369,8 @@ def slinky_slurm_values(cluster: Cluster, k8s: KubernetesSpec) -> Values:
         }
         if health:
             slinky_health_pod(nodeset["podSpec"], slurmd)
+        if claim is not None:
+            slinky_gpu_claim_pod(nodeset["podSpec"], slurmd, claim)
         if slurmd:
             nodeset["slurmd"] = slurmd
         nodesets[group.name] = nodeset
@@ -348,9 +399,10 @@ def slinky_slurm_values(cluster: Cluster, k8s: KubernetesSpec) -> Values:
         }
     if k8s.slurm.login_replicas:
         values["loginsets"] = {"login": {"enabled": True, "replicas": k8s.slurm.login_replicas}}
+    if extra_objects:
+        values["extraObjects"] = extra_objects
     if health:
         values["controller"]["extraConfMap"].update(health["conf"])
-        values["extraObjects"] = [health["config_map"]]
         if cluster.spec.slurm.health and cluster.spec.slurm.health.prolog:
             # The chart names it prolog-<key> in slurm.conf; configless Slurm ships it to slurmd.
             prolog = f"#!/bin/sh\n{header(cluster.source)}\nexec {SLINKY_HEALTH_PROGRAM} --prolog\n"

@@ -12,6 +12,11 @@ from gpucluster.model import NodeType, Owner
 from gpucluster.render.health import HEALTH_CONF, HEALTH_PROGRAM, bare_metal_health_conf
 from gpucluster.render.templating import header, render_template
 
+# Topology names in topology.yaml. Slurm on Kubernetes places each dynamic node with its Topology=
+# option, `<topology>:<unit>` (gpucluster.k8s.objects.slinky_topology_spec), which names these.
+TREE_TOPOLOGY = "fabric-tree"
+BLOCK_TOPOLOGY = "nvlink-blocks"
+
 
 @dataclass(frozen=True)
 class NodeLine:
@@ -66,6 +71,9 @@ def _context(cluster: Cluster) -> dict[str, object]:
         "switches": [(s.name, compress(s.switches), compress(s.nodes)) for s in cluster.switches],
         "blocks": [(name, compress(hosts)) for name, hosts in sorted(cluster.blocks.items())],
         "block_sizes": block_sizes(cluster),
+        "tree_topology": TREE_TOPOLOGY,
+        "block_topology": BLOCK_TOPOLOGY,
+        "dynamic_nodes": False,
         "has_gpus": has_gpus,
         "version": cluster.version,
         "task_plugin": ",".join(f"task/{name}" for name in slurm.task_plugins),
@@ -75,11 +83,29 @@ def _context(cluster: Cluster) -> dict[str, object]:
     }
 
 
-def render_topology_yaml(cluster: Cluster) -> str | None:
-    """topology.yaml (Slurm >= 25.05 format) whatever the target version; for Slurm on Kubernetes."""
+def render_topology_yaml(cluster: Cluster, dynamic_nodes: bool = False) -> str | None:
+    """topology.yaml (Slurm >= 25.05 format) whatever the target version.
+
+    With `dynamic_nodes` (Slurm on Kubernetes) it defines the topologies - switch tree with its
+    children, blocks with block_sizes - and names no node. Slinky's slurmd pods are Slurm dynamic
+    nodes called `<nodeset>-<ordinal>`, never the inventory host names, so a `nodes:` list of hosts
+    would name nodes that do not exist in that Slurm. Slurm documents the other way for dynamic nodes
+    (dynamic_nodes.html, "Dynamic Nodes + Topology"): each node joins topologies defined in
+    topology.yaml through its `Topology=<topology>:<unit>,...` node option (Slurm 25.05+), and
+    Slinky's operator sets it from the Kubernetes node annotation `topology.slinky.slurm.net/spec`
+    (gpucluster.k8s.objects.slinky_topology_spec), which names the leaf switch and the block defined
+    here. Slurm accepts such definitions (topology/tree switch_record.c, topology/block block_record.c
+    of 25.11): a switch with neither nodes nor children is an empty leaf
+    switch, the unit of a tree must be a leaf, and blocks may start empty when block_sizes is set
+    (always rendered here; the smallest block otherwise).
+    """
     context = _context(cluster)
     if context["topology"] is None:
         return None
+    if dynamic_nodes:
+        context["dynamic_nodes"] = True
+        context["switches"] = [(s.name, compress(s.switches), "") for s in cluster.switches]
+        context["blocks"] = [(name, "") for name in sorted(cluster.blocks)]
     return render_template("slurm/topology.yaml.j2", **context)
 
 

@@ -39,11 +39,21 @@ def rendered(name: str) -> dict[str, str]:
     return render_files(cluster_of(name), only=["slurm", "kubernetes", "helm"])
 
 
+def object_paths(files: dict[str, str]) -> list[str]:
+    """The object files to apply: those kubernetes/manifest.yaml lists (kubernetes/ holds other
+    files too, such as the Slinky accounts)."""
+    if "kubernetes/manifest.yaml" not in files:
+        return []
+    manifest = yaml.safe_load(files["kubernetes/manifest.yaml"])
+    return [entry["file"] for entry in manifest["files"]]
+
+
 def documents(name: str, prefix: str = "kubernetes/") -> list[tuple[str, dict[str, Any]]]:
+    files = rendered(name)
     out = []
-    for path, text in rendered(name).items():
-        if path.startswith(prefix) and path != "kubernetes/manifest.yaml":
-            out += [(path, doc) for doc in yaml.safe_load_all(text) if doc is not None]
+    for path in object_paths(files):
+        if path.startswith(prefix):
+            out += [(path, doc) for doc in yaml.safe_load_all(files[path]) if doc is not None]
     return out
 
 

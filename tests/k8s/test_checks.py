@@ -87,6 +87,18 @@ CASES = [
     ),
     (
         "gke-prod",
+        {"slurm": {"accounting": False, "database_host": None}},
+        "cluster.tenants[0].gpus.slurm-on-kubernetes: tenant pretraining has slurm-on-kubernetes GPU numbers, "
+        "but Slurm on Kubernetes runs without accounting",
+    ),
+    (
+        "gke-prod",
+        {"slurm": {"operator": "soperator", "accounting": False, "database_host": None}},
+        "cluster.tenants[0].gpus.slurm-on-kubernetes: tenant pretraining has slurm-on-kubernetes GPU numbers, "
+        "but gpucluster makes no Slurm accounts in Soperator",
+    ),
+    (
+        "gke-prod",
         {
             "versions": {
                 "slinky_crds": {

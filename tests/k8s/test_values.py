@@ -43,8 +43,13 @@ NAMED_ENTRIES: dict[tuple[str, tuple[str, ...]], tuple[str, ...]] = {
     ("slurm", ("partitions",)): ("partitions", "all"),
 }
 # Maps of free-form entries whose upstream defaults show examples (Slurm options, node labels).
+# A NodeSet's podSpec is one too: the chart copies it whole into the NodeSet's spec.template.spec
+# (`slurm.format-podSpec`, toYaml), so any PodSpec field works (resourceClaims with DRA, which the
+# defaults do not show); test_pod_fields_in_values_are_valid_pod_spec_fields validates it as a
+# Kubernetes 1.34 PodSpec instead, unknown fields refused.
 FREE_MAPS = {
     "slurm": [
+        "nodesets.*.podSpec",
         "nodesets.*.podSpec.nodeSelector",
         "nodesets.*.extraConfMap",
         "partitions.*.configMap",
