@@ -12,5 +12,6 @@ molecule:
 	conf=$$($(PYTHON) -m gpucluster.lab.image --containers-conf); \
 	for role in $(MOLECULE_ROLES); do \
 	  echo "== molecule test: $$role"; \
+	  CONTAINERS_CONF=$$conf podman rm --force --ignore gcmol01 gchealth01 >/dev/null; \
 	  (cd roles/$$role && GPUCLUSTER_LAB_IMAGE=$$image CONTAINERS_CONF=$$conf molecule test); \
 	done

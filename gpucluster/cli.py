@@ -1,100 +1,87 @@
-"""The `gpucluster` command line: validate, show, render, schema (and `lab`)."""
+"""The `gpucluster` command line: validate, show, render, plan, trial, verify, schema (and `lab`).
+
+Built on argparse and importing, for each command, only what that command uses: start-up is most
+of the time of a command like `render` (see benchmarks/cli_startup.py). Usage errors exit 2.
+"""
 
 from __future__ import annotations
 
+import argparse
+import gc
 import json
 import os
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING
 
-import typer
-
-from gpucluster.cluster import Cluster
 from gpucluster.console import err, out
 from gpucluster.errors import InventoryError
-from gpucluster.layers import load_cluster
 
-app = typer.Typer(
-    add_completion=False,
-    no_args_is_help=True,
-    help="Declarative GPU clusters: Slurm and Kubernetes from one inventory.",
-)
+if TYPE_CHECKING:
+    from gpucluster.cluster import Cluster
 
-InventoryArg = Annotated[
-    Path, typer.Argument(help="Inventory directory (hosts.yml + group_vars/all/cluster.yml).")
-]
+PROG = "gpucluster"
+DESCRIPTION = "Declarative GPU clusters: Slurm and Kubernetes from one inventory."
+INVENTORY_HELP = "Inventory directory (hosts.yml + group_vars/all/cluster.yml)."
+LAB_HELP = "Local lab: a real Slurm cluster in podman containers."
+
+Command = Callable[[argparse.Namespace], int]
 
 
 def _load(inventory: Path) -> Cluster:
+    from gpucluster.layers import load_cluster
+
     return load_cluster(inventory)
 
 
-@app.command()
-def validate(inventory: InventoryArg) -> None:
+def validate(args: argparse.Namespace) -> int:
     """Check the inventory; exit 0 if it is valid, 2 with every problem listed if not."""
-    cluster = _load(inventory)
-    out.print(
-        f"{inventory}: valid ({len(cluster.hosts)} nodes, {cluster.total_gpus} GPUs, "
+    cluster = _load(args.inventory)
+    out(
+        f"{args.inventory}: valid ({len(cluster.hosts)} nodes, {cluster.total_gpus} GPUs, "
         f"{len(cluster.spec.partitions)} partitions, {len(cluster.spec.tenants)} tenants)"
     )
+    return 0
 
 
-@app.command()
-def show(
-    inventory: InventoryArg,
-    as_json: Annotated[bool, typer.Option("--json", help="The fleet (owners, tenants) as JSON.")] = False,
-) -> None:
+def show(args: argparse.Namespace) -> int:
     """Tables of node types, partitions, fabric, the fleet (which scheduler owns which nodes) and tenants."""
     from gpucluster.show import fleet
     from gpucluster.show import show as show_cluster
 
-    cluster = _load(inventory)
-    if as_json:
+    cluster = _load(args.inventory)
+    if args.as_json:
         sys.stdout.write(json.dumps(fleet(cluster), indent=2) + "\n")
-        return
-    show_cluster(cluster, out.console)
+    else:
+        sys.stdout.write(show_cluster(cluster))
+    return 0
 
 
-@app.command()
-def render(
-    inventory: InventoryArg,
-    out_dir: Annotated[Path, typer.Option("--out", "-o", help="Output directory.")] = Path("build"),
-    only: Annotated[
-        list[str] | None, typer.Option("--only", help="Render only these parts (e.g. slurm).")
-    ] = None,
-) -> None:
+def render(args: argparse.Namespace) -> int:
     """Write the generated files (slurm/, and the other layers the inventory enables)."""
     from gpucluster.render import render_files, write_tree
 
-    files = render_files(_load(inventory), only=only)
-    written = write_tree(files, out_dir)
-    out.print(f"{len(files)} files in {out_dir} ({len(written)} changed)")
+    files = render_files(_load(args.inventory), only=args.only)
+    written = write_tree(files, args.out_dir)
+    out(f"{len(files)} files in {args.out_dir} ({len(written)} changed)")
     for path in written:
-        out.print(f"  wrote {path}")
+        out(f"  wrote {path}")
+    return 0
 
 
-@app.command()
-def plan(
-    old: Annotated[
-        Path, typer.Argument(help="The inventory as deployed (e.g. a checkout of the last release).")
-    ],
-    new: Annotated[Path, typer.Argument(help="The inventory to apply.")],
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Changes and steps as JSON, for automation.")
-    ] = False,
-) -> None:
+def plan(args: argparse.Namespace) -> int:
     """List what changed between two inventories and what applying it needs on a live cluster;
     nodes that change scheduler get the ordered steps of their move."""
     from gpucluster.moves import move_steps
     from gpucluster.plan import plan as plan_changes
     from gpucluster.plan import required_action
 
-    before, after = _load(old), _load(new)
+    before, after = _load(args.old), _load(args.new)
     changes = plan_changes(before, after)
     steps = move_steps(before, after)
     action = required_action(changes)
-    if as_json:
+    if args.as_json:
         doc = {
             "changes": [
                 {"path": c.path, "old": c.old, "new": c.new, "update": c.update.name.lower()} for c in changes
@@ -103,55 +90,44 @@ def plan(
             "overall": None if action is None else {"update": action.name.lower(), "means": action.value},
         }
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
-        return
+        return 0
     if not changes:
-        out.print("no changes")
-        return
+        out("no changes")
+        return 0
     for change in changes:
-        out.print(
-            f"{change.path}: {change.old or '-'} -> {change.new or '-'}  [{change.update.name.lower()}]",
-            markup=False,
-        )
+        out(f"{change.path}: {change.old or '-'} -> {change.new or '-'}  [{change.update.name.lower()}]")
     if steps:
-        out.print("steps (nodes change scheduler; never two owners, quotas within capacity at every step):")
+        out("steps (nodes change scheduler; never two owners, quotas within capacity at every step):")
         for number, step in enumerate(steps, 1):
-            out.print(f"  {number:2d}. [{step.scheduler}] {step.action}: {step.text}", markup=False)
+            out(f"  {number:2d}. [{step.scheduler}] {step.action}: {step.text}")
     if action is not None:
-        out.print(f"overall: {action.name.lower()}: {action.value}", markup=False)
+        out(f"overall: {action.name.lower()}: {action.value}")
+    return 0
 
 
-@app.command()
-def trial(
-    inventory: InventoryArg,
-    seconds: Annotated[int, typer.Option(help="How long slurmctld runs before its state is read.")] = 3,
-) -> None:
+def trial(args: argparse.Namespace) -> int:
     """Start a throwaway real slurmctld (and slurmdbd) on the rendered Slurm files; exit 1 if it
     logs errors or its topology differs from the inventory. Needs root and Debian's slurm-wlm."""
     from gpucluster.render import render_files
     from gpucluster.trial.slurmctld import TrialUnavailable, expected_topology, run_trial
 
-    cluster = _load(inventory)
+    cluster = _load(args.inventory)
     try:
-        result = run_trial(cluster, render_files(cluster, only=["slurm"]), seconds=seconds)
+        result = run_trial(cluster, render_files(cluster, only=["slurm"]), seconds=args.seconds)
     except TrialUnavailable as exc:
-        err.print(f"trial not possible here: {exc}", markup=False)
-        raise typer.Exit(3) from None
+        err(f"trial not possible here: {exc}")
+        return 3
     for line in result.bad_lines:
-        err.print(line, markup=False, highlight=False)
+        err(line)
     topology_ok = result.topology == expected_topology(cluster)
-    out.print(
+    out(
         f"slurmctld {'started' if result.started else 'did NOT start'}; "
         f"{len(result.bad_lines)} error line(s); topology {'matches' if topology_ok else 'DIFFERS from'} the inventory"
     )
-    if not (result.ok and topology_ok):
-        raise typer.Exit(1)
+    return 0 if result.ok and topology_ok else 1
 
 
-@app.command()
-def verify(
-    inventory: InventoryArg,
-    as_json: Annotated[bool, typer.Option("--json", help="The checks as JSON.")] = False,
-) -> None:
+def verify(args: argparse.Namespace) -> int:
     """Check the live cluster against the inventory, through the same Ansible inventory: nodes,
     jobs over every partition, GPUs in jobs, topology, accounts, drift (versions, munge key,
     config, users), nccl-tests. Exit 0 only when no check failed; 1 also when it cannot run."""
@@ -160,76 +136,164 @@ def verify(
     from gpucluster.verify.observed import VerifyError
     from gpucluster.verify.report import emit
 
-    cluster = _load(inventory)
-    err.print(f"verify: observing {cluster.name} through {inventory} (playbooks/verify.yml)", highlight=False)
+    cluster = _load(args.inventory)
+    err(f"verify: observing {cluster.name} through {args.inventory} (playbooks/verify.yml)")
     try:
-        results = verify_cluster(cluster, ansible_runner(inventory))
+        results = verify_cluster(cluster, ansible_runner(args.inventory))
     except (VerifyError, ToolMissing) as exc:
-        err.print(f"verify: {exc}", markup=False, highlight=False)
-        raise typer.Exit(1) from None
-    code = emit(cluster, results, as_json, out.console)
-    if code:
-        raise typer.Exit(code)
+        err(f"verify: {exc}")
+        return 1
+    return emit(cluster, results, args.as_json)
 
 
-@app.command()
-def schema(
-    markdown: Annotated[
-        bool, typer.Option("--markdown", help="A Markdown reference of every key instead.")
-    ] = False,
-) -> None:
+def schema(args: argparse.Namespace) -> int:
     """Print the JSON Schema of the cluster file (for editor completion)."""
-    if markdown:
+    if args.markdown:
         from gpucluster.reference import markdown as reference
 
         sys.stdout.write(reference())
-        return
+        return 0
     from gpucluster.layers import full_model
 
     doc = full_model().model_json_schema()
     doc["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     doc["title"] = "gpucluster inventory: group_vars/all/cluster.yml"
     sys.stdout.write(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+    return 0
 
 
-def _register_subcommands() -> None:
-    from gpucluster.lab.cli import lab_app
-
-    app.add_typer(lab_app, name="lab", help="Local lab: a real Slurm cluster in podman containers.")
-
-
-_register_subcommands()
+def summary(command: Callable[..., object]) -> str:
+    """A command's docstring as one paragraph (its line in the list of commands, and its --help)."""
+    return " ".join((command.__doc__ or "").split())
 
 
-def main() -> None:
+def add_command(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser], name: str, run: Command
+) -> argparse.ArgumentParser:
+    """A subcommand whose help is the docstring of `run`, which gets the parsed arguments."""
+    text = summary(run)
+    parser = commands.add_parser(name, help=text, description=text, allow_abbrev=False)
+    parser.set_defaults(run=run, parser=parser)
+    return parser
+
+
+def _inventory(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("inventory", type=Path, help=INVENTORY_HELP)
+
+
+def _json(parser: argparse.ArgumentParser, help_text: str) -> None:
+    parser.add_argument("--json", dest="as_json", action="store_true", help=help_text)
+
+
+def build_parser(with_lab_commands: bool = True) -> argparse.ArgumentParser:
+    """The whole command line; the lab's subcommands only when asked for (they are never needed
+    to run the others)."""
+    parser = argparse.ArgumentParser(prog=PROG, description=DESCRIPTION, allow_abbrev=False)
+    parser.set_defaults(run=None, parser=parser)
+    commands = parser.add_subparsers(title="commands", metavar="COMMAND")
+
+    _inventory(add_command(commands, "validate", validate))
+
+    parser_show = add_command(commands, "show", show)
+    _inventory(parser_show)
+    _json(parser_show, "The fleet (owners, tenants) as JSON.")
+
+    parser_render = add_command(commands, "render", render)
+    _inventory(parser_render)
+    parser_render.add_argument(
+        "--out",
+        "-o",
+        dest="out_dir",
+        type=Path,
+        default=Path("build"),
+        help="Output directory (default: build).",
+    )
+    parser_render.add_argument(
+        "--only", action="append", metavar="PART", help="Render only these parts (e.g. slurm); repeatable."
+    )
+
+    parser_plan = add_command(commands, "plan", plan)
+    parser_plan.add_argument(
+        "old", type=Path, help="The inventory as deployed (e.g. a checkout of the last release)."
+    )
+    parser_plan.add_argument("new", type=Path, help="The inventory to apply.")
+    _json(parser_plan, "Changes and steps as JSON, for automation.")
+
+    parser_trial = add_command(commands, "trial", trial)
+    _inventory(parser_trial)
+    parser_trial.add_argument(
+        "--seconds",
+        type=int,
+        default=3,
+        help="How long slurmctld runs before its state is read (default: 3).",
+    )
+
+    parser_verify = add_command(commands, "verify", verify)
+    _inventory(parser_verify)
+    _json(parser_verify, "The checks as JSON.")
+
+    parser_schema = add_command(commands, "schema", schema)
+    parser_schema.add_argument(
+        "--markdown", action="store_true", help="A Markdown reference of every key instead."
+    )
+
+    lab = commands.add_parser("lab", help=LAB_HELP, description=LAB_HELP, allow_abbrev=False)
+    lab.set_defaults(run=None, parser=lab)
+    if with_lab_commands:
+        from gpucluster.lab.cli import add_lab_commands
+
+        add_lab_commands(lab)
+    return parser
+
+
+# Commands that run for minutes (playbooks, containers, daemons), for which main() turns the
+# cyclic garbage collector back on.
+LONG_RUNNING = (["lab"], ["verify"], ["trial"])
+
+
+def run(argv: Sequence[str]) -> int:
+    """Parse the command line and run its command; the exit code."""
+    argv = list(argv)
+    parser = build_parser(with_lab_commands=argv[:1] == ["lab"])
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        # Said by the command's own parser, with its usage line (exits 2).
+        args.parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+    if args.run is None:
+        # A group without its command (`gpucluster`, `gpucluster lab`): its help, as a usage error.
+        args.parser.print_help()
+        return 2
+    if argv[:1] in LONG_RUNNING:
+        gc.enable()  # minutes of playbooks and daemons: garbage must not pile up
+    code: int = args.run(args)
+    return code
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    # Most commands are one short process whose objects mostly live until it exits: the cyclic
+    # collector would only rescan them while the modules and models are built (load_cluster
+    # pauses it for the same reason). run() turns it back on for LONG_RUNNING commands.
+    gc.disable()
+    # pydantic looks up its plugins (every installed package's entry points) when it builds the
+    # first validator; this command line has no use for them.
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     try:
-        # standalone_mode=False returns the code of typer.Exit instead of exiting.
-        code = app(standalone_mode=False)
-        sys.exit(code if isinstance(code, int) else 0)
+        code = run(sys.argv[1:] if argv is None else argv)
     except InventoryError as exc:
         for problem in exc.problems:
-            err.print(str(problem), markup=False, highlight=False, soft_wrap=True)
-        err.print(f"{len(exc.problems)} problem(s) found", style="bold red")
-        sys.exit(2)
-    except (typer.Abort, KeyboardInterrupt):
-        err.print("aborted")
-        sys.exit(130)
-    except typer.Exit as exc:
-        sys.exit(exc.exit_code)
+            err(str(problem))
+        err(f"{len(exc.problems)} problem(s) found")
+        code = 2
+    except KeyboardInterrupt:
+        err("aborted")
+        code = 130
     except Exception as exc:
-        # Usage errors (typer ships its own click): let them print themselves.
-        exit_code = getattr(exc, "exit_code", None)
-        show_usage = getattr(exc, "show", None)
-        if callable(show_usage) and isinstance(exit_code, int):
-            if type(exc).__name__ != "NoArgsIsHelpError":
-                show_usage()
-            sys.exit(exit_code)
         if os.environ.get("GPUCLUSTER_DEBUG"):
             raise
-        err.print(
-            f"error: {type(exc).__name__}: {exc} (set GPUCLUSTER_DEBUG=1 for a traceback)", markup=False
-        )
-        sys.exit(1)
+        err(f"error: {type(exc).__name__}: {exc} (set GPUCLUSTER_DEBUG=1 for a traceback)")
+        code = 1
+    sys.stdout.flush()
+    sys.exit(code)
 
 
 if __name__ == "__main__":

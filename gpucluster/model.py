@@ -2,9 +2,10 @@
 
 Every field documents what it means and what changing it on a running cluster requires
 (`x-update` in the JSON Schema), in the spirit of AWS ParallelCluster's update policies.
-"""
 
-from __future__ import annotations
+No `from __future__ import annotations` here: pydantic would otherwise parse and evaluate
+every annotation string when the classes are built, at the start of every command.
+"""
 
 from typing import Annotated, Any, Literal
 

@@ -38,8 +38,25 @@ class Update(StrEnum):
     )
 
 
+def _empty_list() -> list[Any]:
+    return []
+
+
+def _empty_dict() -> dict[Any, Any]:
+    return {}
+
+
+# pydantic reads the signature of every default_factory (does it take the validated data?). For a
+# builtin like `list` that means parsing its text signature: a sixth of the time of building the
+# models. The signature of a Python function making the same empty container is read at once.
+_PLAIN_FACTORIES: dict[Any, Any] = {list: _empty_list, dict: _empty_dict}
+
+
 def spec(description: str, update: Update, **kwargs: Any) -> Any:
     """A Field carrying its description and update policy into the JSON Schema."""
+    factory = kwargs.get("default_factory")
+    if factory is list or factory is dict:
+        kwargs["default_factory"] = _PLAIN_FACTORIES[factory]
     return Field(description=description, json_schema_extra={"x-update": update.value}, **kwargs)
 
 

@@ -4,11 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.console import Console
-from rich.table import Table
-from rich.tree import Tree
-
 from gpucluster.cluster import Cluster
+from gpucluster.console import Tree, table
 from gpucluster.hostlists import compress
 from gpucluster.modelbase import Owner
 
@@ -17,38 +14,38 @@ def _gpus(cluster: Cluster, hosts: list[str]) -> int:
     return sum(g.count for h in hosts if (g := cluster.node_type(h).gpus))
 
 
-def show(cluster: Cluster, console: Console) -> None:
+def show(cluster: Cluster) -> str:
+    """The text `gpucluster show` prints."""
     spec = cluster.spec
-    console.print(
-        f"[bold]{spec.name}[/bold]  Slurm {spec.slurm.version}  controllers: {', '.join(spec.slurm.controller)}"
+    parts = [
+        f"{spec.name}  Slurm {spec.slurm.version}  controllers: {', '.join(spec.slurm.controller)}"
         f"  accounting: {spec.slurm.accounting.host if spec.slurm.accounting else 'none'}"
-    )
-    types = Table(title="Node types")
-    for col in ("type", "nodes", "hosts", "CPUs", "memory MiB", "GPUs/node"):
-        types.add_column(col)
+    ]
+    types = []
     for name, hosts in sorted(cluster.hosts_by_type.items()):
         t = spec.node_types[name]
         gpus = f"{t.gpus.count} x {t.gpus.model}" if t.gpus else "-"
-        types.add_row(name, str(len(hosts)), compress(hosts), str(t.cpus), str(t.memory_mb), gpus)
-    console.print(types)
-    parts = Table(title="Partitions")
-    for col in ("partition", "default", "nodes", "GPUs", "hosts", "max time"):
-        parts.add_column(col)
+        types.append([name, str(len(hosts)), compress(hosts), str(t.cpus), str(t.memory_mb), gpus])
+    parts.append(table("Node types", ("type", "nodes", "hosts", "CPUs", "memory MiB", "GPUs/node"), types))
+    partitions = []
     for p in spec.partitions:
         hosts = cluster.partitions.get(p.name, [])
-        parts.add_row(
-            p.name,
-            "yes" if p.default else "",
-            str(len(hosts)),
-            str(_gpus(cluster, hosts)),
-            compress(hosts),
-            p.max_time,
+        partitions.append(
+            [
+                p.name,
+                "yes" if p.default else "",
+                str(len(hosts)),
+                str(_gpus(cluster, hosts)),
+                compress(hosts),
+                p.max_time,
+            ]
         )
-    console.print(parts)
+    columns = ("partition", "default", "nodes", "GPUs", "hosts", "max time")
+    parts.append(table("Partitions", columns, partitions))
     if cluster.switches:
         by_name = {s.name: s for s in cluster.switches}
         children = {c for s in cluster.switches for c in s.switches}
-        fabric = Tree("[bold]Fabric tree[/bold]")
+        fabric = Tree("Fabric tree")
 
         def add(node: Tree, name: str) -> None:
             switch = by_name[name]
@@ -61,17 +58,17 @@ def show(cluster: Cluster, console: Console) -> None:
 
         for root in sorted(set(by_name) - children):
             add(fabric, root)
-        console.print(fabric)
+        parts.append(fabric.render())
     if cluster.blocks:
-        blocks = Table(title="NVLink blocks")
-        for col in ("block", "nodes", "GPUs", "hosts"):
-            blocks.add_column(col)
-        for name, hosts in sorted(cluster.blocks.items()):
-            blocks.add_row(name, str(len(hosts)), str(_gpus(cluster, hosts)), compress(hosts))
-        console.print(blocks)
-    console.print(fleet_table(cluster))
+        blocks = [
+            [name, str(len(hosts)), str(_gpus(cluster, hosts)), compress(hosts)]
+            for name, hosts in sorted(cluster.blocks.items())
+        ]
+        parts.append(table("NVLink blocks", ("block", "nodes", "GPUs", "hosts"), blocks))
+    parts.append(fleet_table(cluster))
     if spec.tenants:
-        console.print(tenant_table(cluster))
+        parts.append(tenant_table(cluster))
+    return "\n".join(parts) + "\n"
 
 
 def fleet(cluster: Cluster) -> dict[str, Any]:
@@ -99,36 +96,43 @@ def fleet(cluster: Cluster) -> dict[str, Any]:
     return {"cluster": cluster.name, "gpus": cluster.total_gpus, "owners": owners, "tenants": tenants}
 
 
-def fleet_table(cluster: Cluster) -> Table:
-    table = Table(title=f"Fleet: who schedules each node ({cluster.total_gpus} GPUs)")
-    for col in ("owner", "nodes", "GPUs", "hosts", "partitions", "tenants with GPUs there"):
-        table.add_column(col)
-    for row in fleet(cluster)["owners"]:
-        table.add_row(
+def fleet_table(cluster: Cluster) -> str:
+    rows = [
+        [
             row["owner"],
             str(row["nodes"]),
             str(row["gpus"]),
             row["hosts"],
             ", ".join(row["partitions"]) or "-",
             ", ".join(row["queues"]) or "-",
-        )
-    return table
+        ]
+        for row in fleet(cluster)["owners"]
+    ]
+    return table(
+        f"Fleet: who schedules each node ({cluster.total_gpus} GPUs)",
+        ("owner", "nodes", "GPUs", "hosts", "partitions", "tenants with GPUs there"),
+        rows,
+    )
 
 
-def tenant_table(cluster: Cluster) -> Table:
+def tenant_table(cluster: Cluster) -> str:
     owners = cluster.owners
-    table = Table(title="Tenants: GPU quota / limit per scheduler")
-    for col in ("tenant", "parent", "fairshare", *(o.value for o in owners), "users", "QOS"):
-        table.add_column(col)
+    rows = []
     for tenant in cluster.spec.tenants:
         numbers = cluster.tenant_gpus.get(tenant.name, {})
         cells = [f"{g.quota} / {g.effective_limit}" if (g := numbers.get(o)) else "-" for o in owners]
-        table.add_row(
-            tenant.name,
-            tenant.parent or "",
-            str(tenant.fairshare),
-            *cells,
-            ", ".join(tenant.users),
-            ", ".join(tenant.qos),
+        rows.append(
+            [
+                tenant.name,
+                tenant.parent or "",
+                str(tenant.fairshare),
+                *cells,
+                ", ".join(tenant.users),
+                ", ".join(tenant.qos),
+            ]
         )
-    return table
+    return table(
+        "Tenants: GPU quota / limit per scheduler",
+        ("tenant", "parent", "fairshare", *(o.value for o in owners), "users", "QOS"),
+        rows,
+    )

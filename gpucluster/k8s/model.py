@@ -1,7 +1,6 @@
 """The `kubernetes:` section of the cluster file: which add-ons, their pinned charts, and how
-GPUs are handed to pods. One model with the Slurm side: tenants, node types and fabric are shared."""
-
-from __future__ import annotations
+GPUs are handed to pods. One model with the Slurm side: tenants, node types and fabric are shared.
+(No `from __future__ import annotations`: see gpucluster/model.py.)"""
 
 from typing import TYPE_CHECKING, Annotated, Literal
 
@@ -333,7 +332,7 @@ class KubernetesSpec(Strict):
         return (parts[0], parts[1], parts[2] if len(parts) > 2 else 0)
 
 
-def kubernetes_of(cluster: Cluster) -> KubernetesSpec | None:
+def kubernetes_of(cluster: "Cluster") -> KubernetesSpec | None:
     """The cluster's `kubernetes:` section as this layer's model (gpucluster.layers validated it)."""
     section = cluster.spec.kubernetes
     assert section is None or isinstance(section, KubernetesSpec)

@@ -1,68 +1,57 @@
-"""`gpucluster lab ...` subcommands."""
+"""`gpucluster lab ...` subcommands (gpucluster.cli adds them when the command line starts with `lab`)."""
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
-
-import typer
 
 from gpucluster.console import err, out
 from gpucluster.lab.paths import DEFAULT_INVENTORY, podman_env
 from gpucluster.lab.shell import LabError
 from gpucluster.tools import ToolMissing
 
-lab_app = typer.Typer(no_args_is_help=True)
+
+def _fail(exc: Exception) -> int:
+    err(f"lab: {exc}")
+    return 1
 
 
-def _fail(exc: Exception) -> typer.Exit:
-    err.print(f"lab: {exc}", markup=False, highlight=False)
-    return typer.Exit(1)
-
-
-def _progress(started: float) -> Callable[[str], None]:
+def _progress(started: float, write: Callable[[str], None] = out) -> Callable[[str], None]:
     def show(message: str) -> None:
-        out.print(f"[dim]{time.monotonic() - started:6.1f}s[/dim] {message}", highlight=False)
+        write(f"{time.monotonic() - started:6.1f}s {message}")
 
     return show
 
 
-@lab_app.command()
-def up(
-    inventory: Annotated[Path, typer.Argument(help="Inventory to build the lab from.")] = DEFAULT_INVENTORY,
-    rebuild_image: Annotated[bool, typer.Option(help="Rebuild the image even if cached.")] = False,
-) -> None:
+def up(args: argparse.Namespace) -> int:
     """Build (or reuse) the lab: image, network, containers, playbooks/slurm.yml, smoke jobs."""
     started = time.monotonic()
     progress = _progress(started)
     from gpucluster.lab import lab
 
     try:
-        result = lab.up(inventory, progress, rebuild_image=rebuild_image)
+        result = lab.up(args.inventory, progress, rebuild_image=args.rebuild_image)
         progress(f"playbook: done in {result.seconds:.1f}s, changed={result.total_changed}")
         from gpucluster.layers import load_cluster
 
         failures = 0
-        for check in lab.smoke(load_cluster(inventory)):
-            style = "green" if check.ok else "red"
-            out.print(f"[{style}]$ {check.command}[/{style}]", highlight=False)
-            out.print(check.output, markup=False, highlight=False)
+        for check in lab.smoke(load_cluster(args.inventory)):
+            out(f"$ {check.command}")
+            out(check.output)
             failures += not check.ok
     except (LabError, ToolMissing) as exc:
-        raise _fail(exc) from exc
-    out.print(
+        return _fail(exc)
+    out(
         f"lab up in {time.monotonic() - started:.1f}s"
         + (f", {failures} smoke job(s) failed" if failures else "")
     )
-    if failures:
-        raise typer.Exit(1)
+    return 1 if failures else 0
 
 
-@lab_app.command()
-def status() -> None:
+def status(args: argparse.Namespace) -> int:
     """Whether the lab is absent, partly built or up (exit 0 only when up); when up, its nodes,
     fabric tree and jobs, else one line per problem with the command that fixes it."""
     from gpucluster.lab.health import report
@@ -70,82 +59,108 @@ def status() -> None:
     try:
         found = report()
     except LabError as exc:
-        raise _fail(exc) from exc
-    out.print(found.summary, markup=False, highlight=False)
+        return _fail(exc)
+    out(found.summary)
     for problem in found.problems:
-        out.print(f"  {problem}", markup=False, highlight=False)
+        out(f"  {problem}")
     for title, text in found.sections:
-        out.print(f"[bold]{title}[/bold]")
-        out.print(text, markup=False, highlight=False)
-    if found.state != "up":
-        raise typer.Exit(1)
+        out(title)
+        out(text)
+    return 0 if found.state == "up" else 1
 
 
-@lab_app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
-def run(
-    ctx: typer.Context,
-    user: Annotated[str | None, typer.Option("--user", "-u", help="Run as this Unix user.")] = None,
-) -> None:
+def remote_command(args: argparse.Namespace) -> list[str]:
+    """What `lab run` runs: everything after its own options (after `--`, which is not passed on)."""
+    command: list[str] = args.command
+    return command[1:] if command[:1] == ["--"] else list(command)
+
+
+def run(args: argparse.Namespace) -> int:
     """Run a command on the lab's controller, e.g. `gpucluster lab run -- srun -N2 hostname`."""
     import subprocess
 
-    command = list(ctx.args)
+    command = remote_command(args)
     if not command:
-        err.print("lab run: give a command after --")
-        raise typer.Exit(2)
+        err("lab run: give a command after --")
+        return 2
     from gpucluster.lab import lab
 
     try:
         container = lab.controller_container()
     except LabError as exc:
-        raise _fail(exc) from exc
+        return _fail(exc)
     tty = ["-t"] if sys.stdin.isatty() and sys.stdout.isatty() else []
     # /tmp: a directory every user can write (sbatch writes slurm-<id>.out to the current one).
-    args = [
+    podman = [
         "podman",
         "exec",
         "-i",
         *tty,
         "--workdir=/tmp",
-        *(["--user", user] if user else []),
+        *(["--user", args.user] if args.user else []),
         container,
         *command,
     ]
-    raise typer.Exit(subprocess.run(args, env=podman_env(), check=False).returncode)
+    sys.stdout.flush()
+    return subprocess.run(podman, env=podman_env(), check=False).returncode
 
 
-@lab_app.command()
-def verify(
-    as_json: Annotated[bool, typer.Option("--json", help="The checks as JSON.")] = False,
-) -> None:
+def verify(args: argparse.Namespace) -> int:
     """`gpucluster verify` against the lab (its generated inventory): a row per check, exit 0 only
     when none failed. Progress goes to stderr."""
     from gpucluster.lab.verify import verify as verify_lab
     from gpucluster.verify.observed import VerifyError
     from gpucluster.verify.report import emit
 
-    started = time.monotonic()
-
-    def progress(message: str) -> None:
-        err.print(f"[dim]{time.monotonic() - started:6.1f}s[/dim] {message}", highlight=False)
-
     try:
-        cluster, results = verify_lab(progress)
+        cluster, results = verify_lab(_progress(time.monotonic(), err))
     except (LabError, ToolMissing, VerifyError) as exc:
-        raise _fail(exc) from exc
-    code = emit(cluster, results, as_json, out.console)
-    if code:
-        raise typer.Exit(code)
+        return _fail(exc)
+    return emit(cluster, results, args.as_json)
 
 
-@lab_app.command()
-def down(
-    image: Annotated[bool, typer.Option("--image", help="Also remove the cached lab image.")] = False,
-) -> None:
+def down(args: argparse.Namespace) -> int:
     """Remove everything the lab created (containers, namespaces, veths, bridge, state), nothing else."""
     from gpucluster.lab import lab
 
     try:
-        lab.down(_progress(time.monotonic()), remove_image=image)
+        lab.down(_progress(time.monotonic()), remove_image=args.image)
     except LabError as exc:
-        raise _fail(exc) from exc
+        return _fail(exc)
+    return 0
+
+
+def add_lab_commands(lab: argparse.ArgumentParser) -> None:
+    """The subcommands of `gpucluster lab`."""
+    from gpucluster.cli import add_command
+
+    commands = lab.add_subparsers(title="commands", metavar="COMMAND")
+
+    parser_up = add_command(commands, "up", up)
+    parser_up.add_argument(
+        "inventory",
+        type=Path,
+        nargs="?",
+        default=DEFAULT_INVENTORY,
+        help=f"Inventory to build the lab from (default: {DEFAULT_INVENTORY}).",
+    )
+    parser_up.add_argument(
+        "--rebuild-image",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="Rebuild the image even if cached.",
+    )
+
+    add_command(commands, "status", status)
+
+    parser_run = add_command(commands, "run", run)
+    parser_run.add_argument("--user", "-u", help="Run as this Unix user.")
+    parser_run.add_argument(
+        "command", nargs=argparse.REMAINDER, help="The command and its arguments, after `--`."
+    )
+
+    parser_verify = add_command(commands, "verify", verify)
+    parser_verify.add_argument("--json", dest="as_json", action="store_true", help="The checks as JSON.")
+
+    parser_down = add_command(commands, "down", down)
+    parser_down.add_argument("--image", action="store_true", help="Also remove the cached lab image.")

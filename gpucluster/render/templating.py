@@ -1,30 +1,116 @@
-"""The Jinja environment shared by all renderers (templates live in the top-level templates/)."""
+"""The Jinja environment shared by all renderers (templates live in the top-level templates/).
+
+Compiling the templates took longer than rendering them, so their compiled code is kept in a
+per-user cache ($XDG_CACHE_HOME/gpucluster/jinja, else ~/.cache/gpucluster/jinja). An entry is
+used only for the same template file, the same source (Jinja checks a checksum of it), the same
+Jinja and Python versions, and the same environment settings; a cache that cannot be created,
+read or written is simply not used.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import os
+import stat
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import jinja2
+from jinja2.bccache import Bucket
 
 from gpucluster.hostlists import compress
 
 TEMPLATE_DIR = Path(__file__).resolve().parents[2] / "templates"
 
+# The environment's settings (tests build environments of their own with them).
+SETTINGS: dict[str, Any] = {
+    "undefined": jinja2.StrictUndefined,
+    "keep_trailing_newline": True,
+    "trim_blocks": True,
+    "lstrip_blocks": True,
+    "autoescape": False,
+}
+
+
+class CompiledTemplates(jinja2.FileSystemBytecodeCache):
+    """Jinja's file cache of compiled templates, keyed also by the environment's settings, and
+    never an error: a cache that cannot be read or written is a cache miss."""
+
+    def __init__(self, directory: Path, settings: str) -> None:
+        super().__init__(str(directory), "%s.jinja-cache")
+        self.settings = settings
+
+    def get_cache_key(self, name: str, filename: str | None = None) -> str:
+        return hashlib.sha256(f"{self.settings}|{name}|{filename}".encode()).hexdigest()
+
+    def load_bytecode(self, bucket: Bucket) -> None:
+        try:
+            super().load_bytecode(bucket)
+        except Exception:
+            bucket.reset()
+
+    def dump_bytecode(self, bucket: Bucket) -> None:
+        with contextlib.suppress(OSError):
+            super().dump_bytecode(bucket)
+
+
+def cache_dir() -> Path | None:
+    """The user's cache directory for compiled templates, made private; None if it cannot be."""
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    root = Path(base) if os.path.isabs(base) else Path.home() / ".cache"
+    directory = root / "gpucluster" / "jinja"
+    try:
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        found = directory.lstat()
+    except (OSError, RuntimeError):  # RuntimeError: no home directory
+        return None
+    # Only a directory of our own that nobody else can write: its contents are run as code.
+    if (
+        not stat.S_ISDIR(found.st_mode)
+        or found.st_uid != os.getuid()
+        or found.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+        or not os.access(directory, os.W_OK | os.X_OK)
+    ):
+        return None
+    return directory
+
+
+def _fingerprint(env: jinja2.Environment) -> str:
+    """The settings of `env` that shape the compiled code (delimiters, whitespace, extensions)."""
+    settings = (
+        env.block_start_string,
+        env.block_end_string,
+        env.variable_start_string,
+        env.variable_end_string,
+        env.comment_start_string,
+        env.comment_end_string,
+        env.line_statement_prefix,
+        env.line_comment_prefix,
+        env.trim_blocks,
+        env.lstrip_blocks,
+        env.newline_sequence,
+        env.keep_trailing_newline,
+        env.optimized,
+        env.autoescape,
+        env.finalize is not None,
+        sorted(env.extensions),
+        sorted(env.filters),
+        sorted(env.tests),
+        jinja2.__version__,
+    )
+    return repr(settings)
+
 
 @cache
 def environment() -> jinja2.Environment:
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(TEMPLATE_DIR)),
-        undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        autoescape=False,
-    )
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATE_DIR)), **SETTINGS)
     env.filters["hostlist"] = compress
     env.filters["yesno"] = lambda value: "yes" if value else "no"
+    directory = cache_dir()
+    if directory is not None:
+        env.bytecode_cache = CompiledTemplates(directory, _fingerprint(env))
     return env
 
 

@@ -39,6 +39,13 @@ def rendered(name: str) -> dict[str, str]:
     return render_files(cluster_of(name), only=["slurm", "kubernetes", "helm"])
 
 
+def without_slurm_pod_quotas(cluster: dict[str, Any]) -> None:
+    """Drop the tenants' slurm-on-kubernetes numbers of a cluster.yml mapping: a variant where no
+    Slurm would hold them (Soperator, Slinky without accounting) must not carry them."""
+    for tenant in cluster.get("tenants", []):
+        tenant.get("gpus", {}).pop("slurm-on-kubernetes", None)
+
+
 def object_paths(files: dict[str, str]) -> list[str]:
     """The object files to apply: those kubernetes/manifest.yaml lists (kubernetes/ holds other
     files too, such as the Slinky accounts)."""

@@ -37,7 +37,7 @@ from gpucluster.k8s.names import (
 )
 from gpucluster.layers import load_cluster
 from gpucluster.render import render_files
-from tests.k8s.conftest import INVENTORIES, REPO, cluster_of, object_paths, rendered
+from tests.k8s.conftest import INVENTORIES, REPO, cluster_of, object_paths, rendered, without_slurm_pod_quotas
 from tests.k8s.crd import catalogue
 
 Obj = dict[str, Any]
@@ -429,6 +429,7 @@ def _variant(tmp_path: Path, base: str, edit: Callable[[Obj], None]) -> tuple[Cl
 def test_soperator_selects_only_slurm_pod_nodes(tmp_path: Path) -> None:
     def soperator(cluster: Obj) -> None:
         cluster["kubernetes"]["slurm"] = {"operator": "soperator"}
+        without_slurm_pod_quotas(cluster)
 
     cluster, files = _variant(tmp_path, "gke-prod", soperator)
     assert [(n.name, n.replicas) for n in files.nodesets] == [("a3-mega", 16)]

@@ -30,7 +30,15 @@ from gpucluster.k8s.owners import slurm_pods_view
 from gpucluster.layers import load_cluster
 from gpucluster.model import GpuQuota, Owner
 from gpucluster.render import render_files
-from tests.k8s.conftest import INVENTORIES, REPO, cluster_of, k8s_inventories, object_paths, rendered
+from tests.k8s.conftest import (
+    INVENTORIES,
+    REPO,
+    cluster_of,
+    k8s_inventories,
+    object_paths,
+    rendered,
+    without_slurm_pod_quotas,
+)
 from tests.k8s.crd import catalogue, validate_custom_resource
 from tests.k8s.test_values import chart_values, unknown_keys
 
@@ -314,16 +322,21 @@ def test_gke_prod_accounts() -> None:
 
 
 def test_no_accounts_without_accounting_or_with_soperator(tmp_path: Path) -> None:
-    """gcp-prod runs Slinky without slurmdbd; Soperator has no accounts mechanism (docs)."""
-    assert ACCOUNTS not in rendered("gcp-prod")
-    assert accounts_problems(cluster_of("gcp-prod"), rendered("gcp-prod")) == []
+    """Slinky without slurmdbd, and Soperator (no accounts mechanism, docs): no accounts file, and
+    such variants carry no slurm-on-kubernetes numbers (refused otherwise, tests/k8s/test_checks.py)."""
+
+    def no_accounting(cluster: Obj) -> None:
+        cluster["kubernetes"]["slurm"] = {"operator": "slinky", "accounting": False}
+        without_slurm_pod_quotas(cluster)
 
     def soperator(cluster: Obj) -> None:
         cluster["kubernetes"]["slurm"] = {"operator": "soperator", "accounting": True, "database_host": "db"}
+        without_slurm_pod_quotas(cluster)
 
-    cluster, files = _variant(tmp_path, "gke-prod", soperator)
-    assert ACCOUNTS not in files
-    assert accounts_problems(cluster, files) == []
+    for name, edit in (("no-accounting", no_accounting), ("soperator", soperator)):
+        cluster, files = _variant(tmp_path / name, "gke-prod", edit)
+        assert ACCOUNTS not in files
+        assert accounts_problems(cluster, files) == []
 
 
 def test_accounts_check_catches_kubernetes_numbers() -> None:

@@ -19,7 +19,7 @@ from gpucluster.k8s.model import KubernetesSpec, Versions
 from gpucluster.k8s.render import ADDONS
 from gpucluster.layers import load_cluster
 from gpucluster.render import render_files
-from tests.k8s.conftest import INVENTORIES, k8s_inventories, rendered
+from tests.k8s.conftest import INVENTORIES, k8s_inventories, rendered, without_slurm_pod_quotas
 from tests.k8s.crd import catalogue
 
 # values.yaml of each release's chart in the schema catalogue (schemas/README.md), pinned versions.
@@ -213,6 +213,7 @@ def test_soperator_variant(tmp_path: Path) -> None:
     path = target / "group_vars" / "all" / "cluster.yml"
     data = yaml.safe_load(path.read_text())
     data["cluster"]["kubernetes"]["slurm"] = {"operator": "soperator", "spool_storage_class": "premium-rwo"}
+    without_slurm_pod_quotas(data["cluster"])
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     files = render_files(load_cluster(target), only=["helm"])
     names = [r["name"] for r in yaml.safe_load(files["helm/releases.yaml"])["releases"]]
