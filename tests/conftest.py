@@ -41,11 +41,16 @@ def readme_commands() -> ReadmeCommands:
 # test command runs two workers (pyproject addopts), so the lab and Molecule run side by side.
 # (A scheduler of our own: xdist's `xdist_group` marks are ignored under pytest 9.)
 SERIAL_DIRS = {"lab": "the lab", "roles": "the gcmol01 Molecule container"}
+# Files whose tests share one module fixture that costs minutes: on two workers it would run twice.
+SERIAL_FILES = {"tests/k8s/test_molecule.py": "the Kubernetes roles' Molecule scenarios"}
 
 
 def serial_scope(nodeid: str) -> str:
     """The work unit of a test: one per shared thing, else the test alone."""
-    parts = nodeid.split("::", 1)[0].split("/")
+    path = nodeid.split("::", 1)[0]
+    if path in SERIAL_FILES:
+        return SERIAL_FILES[path]
+    parts = path.split("/")
     if len(parts) > 2 and parts[0] == "tests" and parts[1] in SERIAL_DIRS:
         return SERIAL_DIRS[parts[1]]
     return nodeid
