@@ -35,8 +35,9 @@ PIECES = ["pydantic", "gpucluster.modelbase", "gpucluster.model", "yaml", "jinja
 LAYERS = ["gpucluster.k8s", "gpucluster.cloud", "gpucluster.lab"]
 NEVER = ["typer", "click", "rich"]
 
-# `python -m gpucluster.cli ARGS`, writing the imported modules' names at exit to the file named first.
-_MODULES_AT_EXIT = """\
+# `python -m gpucluster.cli ARGS`, writing the imported modules' names at exit to the file named
+# first (tests/unit/test_command_line.py runs it too).
+MODULES_AT_EXIT = """\
 import atexit, json, runpy, sys
 modules_file = sys.argv.pop(1)
 def dump():
@@ -82,7 +83,7 @@ def import_costs(args: list[str], env: dict[str, str]) -> dict[str, float]:
 def loaded_packages(args: list[str], env: dict[str, str]) -> list[str]:
     with tempfile.NamedTemporaryFile(suffix=".json") as modules_file:
         subprocess.run(
-            [sys.executable, "-c", _MODULES_AT_EXIT, modules_file.name, *args],
+            [sys.executable, "-c", MODULES_AT_EXIT, modules_file.name, *args],
             cwd=REPO,
             env=env,
             check=True,

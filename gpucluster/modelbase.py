@@ -54,9 +54,8 @@ _PLAIN_FACTORIES: dict[Any, Any] = {list: _empty_list, dict: _empty_dict}
 
 def spec(description: str, update: Update, **kwargs: Any) -> Any:
     """A Field carrying its description and update policy into the JSON Schema."""
-    factory = kwargs.get("default_factory")
-    if factory is list or factory is dict:
-        kwargs["default_factory"] = _PLAIN_FACTORIES[factory]
+    if "default_factory" in kwargs:
+        kwargs["default_factory"] = _PLAIN_FACTORIES.get(kwargs["default_factory"], kwargs["default_factory"])
     return Field(description=description, json_schema_extra={"x-update": update.value}, **kwargs)
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import shutil
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -37,6 +39,17 @@ def cluster_of(name: str) -> Cluster:
 @cache
 def rendered(name: str) -> dict[str, str]:
     return render_files(cluster_of(name), only=["slurm", "kubernetes", "helm"])
+
+
+def variant_inventory(tmp_path: Path, base: str, edit: Callable[[dict[str, Any]], None]) -> Path:
+    """A copy of an example inventory with its `cluster:` mapping changed by `edit`."""
+    target = tmp_path / base
+    shutil.copytree(INVENTORIES / base, target)
+    path = target / "group_vars" / "all" / "cluster.yml"
+    data = yaml.safe_load(path.read_text())
+    edit(data["cluster"])
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return target
 
 
 def without_slurm_pod_quotas(cluster: dict[str, Any]) -> None:

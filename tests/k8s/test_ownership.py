@@ -15,7 +15,6 @@ The model supplies only what no rendered file says: how many GPUs a node type ha
 from __future__ import annotations
 
 import re
-import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,7 +36,14 @@ from gpucluster.k8s.names import (
 )
 from gpucluster.layers import load_cluster
 from gpucluster.render import render_files
-from tests.k8s.conftest import INVENTORIES, REPO, cluster_of, object_paths, rendered, without_slurm_pod_quotas
+from tests.k8s.conftest import (
+    REPO,
+    cluster_of,
+    object_paths,
+    rendered,
+    variant_inventory,
+    without_slurm_pod_quotas,
+)
 from tests.k8s.crd import catalogue
 
 Obj = dict[str, Any]
@@ -416,13 +422,7 @@ def test_the_role_cleans_nodes_handed_back_to_kubernetes() -> None:
 
 
 def _variant(tmp_path: Path, base: str, edit: Callable[[Obj], None]) -> tuple[Cluster, Rendered]:
-    target = tmp_path / base
-    shutil.copytree(INVENTORIES / base, target)
-    path = target / "group_vars" / "all" / "cluster.yml"
-    data = yaml.safe_load(path.read_text())
-    edit(data["cluster"])
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
-    cluster = load_cluster(target)
+    cluster = load_cluster(variant_inventory(tmp_path, base, edit))
     return cluster, read(render_files(cluster, only=["slurm", "kubernetes", "helm"]))
 
 

@@ -14,7 +14,6 @@ claim through DRA.
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -31,12 +30,12 @@ from gpucluster.layers import load_cluster
 from gpucluster.model import GpuQuota, Owner
 from gpucluster.render import render_files
 from tests.k8s.conftest import (
-    INVENTORIES,
     REPO,
     cluster_of,
     k8s_inventories,
     object_paths,
     rendered,
+    variant_inventory,
     without_slurm_pod_quotas,
 )
 from tests.k8s.crd import catalogue, validate_custom_resource
@@ -53,13 +52,7 @@ SLINKY_CHART = "slinky/1.2.1/charts/slurm/Chart.yaml"
 
 
 def _variant(tmp_path: Path, base: str, edit: Callable[[Obj], None]) -> tuple[Cluster, dict[str, str]]:
-    target = tmp_path / base
-    shutil.copytree(INVENTORIES / base, target)
-    path = target / "group_vars" / "all" / "cluster.yml"
-    data = yaml.safe_load(path.read_text())
-    edit(data["cluster"])
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
-    cluster = load_cluster(target)
+    cluster = load_cluster(variant_inventory(tmp_path, base, edit))
     return cluster, render_files(cluster, only=["slurm", "kubernetes", "helm"])
 
 

@@ -12,19 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.cli_startup import MODULES_AT_EXIT
 from gpucluster.cli import build_parser
 from tests.conftest import REPO, run_cli
-
-# Runs the CLI in a child and, at its exit, writes the names of every module it had imported.
-_MODULES_AT_EXIT = """\
-import atexit, json, runpy, sys
-modules_file = sys.argv.pop(1)
-def dump():
-    with open(modules_file, "w") as handle:
-        json.dump(sorted(sys.modules), handle)
-atexit.register(dump)
-runpy.run_module("gpucluster.cli", run_name="__main__", alter_sys=True)
-"""
 
 NEVER_ON_RENDER = ("typer", "click", "rich", "gpucluster.cloud", "pulumi", "gpucluster.lab")
 
@@ -32,7 +22,7 @@ NEVER_ON_RENDER = ("typer", "click", "rich", "gpucluster.cloud", "pulumi", "gpuc
 def modules_of(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], set[str]]:
     modules_file = tmp_path / "modules.json"
     proc = subprocess.run(
-        [sys.executable, "-c", _MODULES_AT_EXIT, str(modules_file), *args],
+        [sys.executable, "-c", MODULES_AT_EXIT, str(modules_file), *args],
         capture_output=True,
         text=True,
         cwd=REPO,
