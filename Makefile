@@ -2,7 +2,7 @@
 PYTHON ?= python3
 
 # Roles with a Molecule scenario, in dependency order.
-MOLECULE_ROLES ?= munge slurm_common slurm_dbd slurm_controller slurm_compute slurm_health slurm_accounts
+MOLECULE_ROLES ?= munge slurm_common slurm_dbd slurm_controller slurm_compute slurm_health slurm_accounts users
 
 .PHONY: molecule
 ## molecule: run every role's Molecule scenario (podman, lab image built or reused, needs root)
@@ -13,5 +13,7 @@ molecule:
 	for role in $(MOLECULE_ROLES); do \
 	  echo "== molecule test: $$role"; \
 	  CONTAINERS_CONF=$$conf podman rm --force --ignore gcmol01 gchealth01 >/dev/null; \
-	  (cd roles/$$role && GPUCLUSTER_LAB_IMAGE=$$image CONTAINERS_CONF=$$conf molecule test); \
+	  state=$$(mktemp -d); \
+	  (cd roles/$$role && MOLECULE_EPHEMERAL_DIRECTORY=$$state GPUCLUSTER_LAB_IMAGE=$$image CONTAINERS_CONF=$$conf molecule test); \
+	  rm -rf $$state; \
 	done

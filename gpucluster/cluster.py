@@ -16,7 +16,16 @@ from pydantic import ValidationError
 from gpucluster.errors import InventoryError, Problem, format_path
 from gpucluster.hostlists import compress
 from gpucluster.inventory import Inventory
-from gpucluster.model import ClusterFile, ClusterSpec, GpuQuota, NodeType, Owner, Tenant
+from gpucluster.model import (
+    UNIX_ID_RANGES,
+    UNIX_ID_RANGES_TEXT,
+    ClusterFile,
+    ClusterSpec,
+    GpuQuota,
+    NodeType,
+    Owner,
+    Tenant,
+)
 from gpucluster.yamlfile import LoadedYaml
 
 MIN_SLURM = (22, 5)
@@ -184,6 +193,7 @@ class _Checker:
         self.resolve_tree()
         self.resolve_blocks()
         self.check_qos()
+        self.check_users()
         self.check_tenants()
         self.check_health()
         return self.cluster
@@ -497,12 +507,89 @@ class _Checker:
                 if other not in names:
                     self.fail(["qos", index, "preempt", n], f"unknown QOS `{other}`")
 
+    def check_id_range(self, parts: list[str | int], kind: str, value: int) -> bool:
+        if any(low <= value <= high for low, high in UNIX_ID_RANGES):
+            return True
+        self.fail(
+            parts,
+            f"{kind} {value} is outside the ranges for people's accounts, {UNIX_ID_RANGES_TEXT} (the "
+            "others belong to the system, to nobody and to systemd's containers)",
+        )
+        return False
+
+    def check_users(self) -> None:
+        """One name and one id per user and group on every host, no id of the system's, and only
+        groups that exist. A user without `group` brings a private group (its name, gid = uid)."""
+        group_at: dict[str, str] = {}  # group name -> where it is defined
+        gid_at: dict[int, str] = {}  # gid -> the group holding it, and where
+        for index, group in enumerate(self.spec.groups):
+            parts: list[str | int] = ["groups", index]
+            if group.name in group_at:
+                self.fail(
+                    [*parts, "name"], f"group `{group.name}` is defined twice (also {group_at[group.name]})"
+                )
+                continue
+            group_at[group.name] = f"cluster.groups[{index}]"
+            if not self.check_id_range([*parts, "gid"], "gid", group.gid):
+                continue
+            if group.gid in gid_at:
+                self.fail([*parts, "gid"], f"gid {group.gid} is already the gid of {gid_at[group.gid]}")
+            else:
+                gid_at[group.gid] = f"group `{group.name}` (cluster.groups[{index}])"
+        user_at: dict[str, int] = {}
+        uid_at: dict[int, int] = {}
+        for index, user in enumerate(self.spec.users):
+            parts = ["users", index]
+            if user.name in user_at:
+                self.fail(
+                    [*parts, "name"],
+                    f"user `{user.name}` is defined twice (also cluster.users[{user_at[user.name]}])",
+                )
+                continue
+            user_at[user.name] = index
+            private = user.group is None
+            if private and user.name in group_at:
+                self.fail(
+                    [*parts, "name"],
+                    f"group `{user.name}`, this user's private group (it has no `group`), is defined twice "
+                    f"(also {group_at[user.name]}): set `group: {user.name}` to make that one its primary group",
+                )
+                private = False
+            elif private:
+                group_at[user.name] = f"the private group of cluster.users[{index}]"
+            if not self.check_id_range([*parts, "uid"], "uid", user.uid):
+                continue
+            if user.uid in uid_at:
+                first = uid_at[user.uid]
+                self.fail(
+                    [*parts, "uid"],
+                    f"uid {user.uid} is already the uid of `{self.spec.users[first].name}` (cluster.users[{first}])",
+                )
+            else:
+                uid_at[user.uid] = index
+            if private and user.uid in gid_at:
+                self.fail(
+                    [*parts, "uid"],
+                    f"gid {user.uid} of this user's private group (it has no `group`) is already the gid of "
+                    f"{gid_at[user.uid]}",
+                )
+            elif private:
+                gid_at[user.uid] = f"the private group `{user.name}` (cluster.users[{index}])"
+        for index, user in enumerate(self.spec.users):
+            if user.group is not None and user.group not in group_at:
+                self.fail(["users", index, "group"], f"unknown group `{user.group}` (not in cluster.groups)")
+            for n, name in enumerate(user.groups):
+                if name not in group_at:
+                    self.fail(
+                        ["users", index, "groups", n], f"unknown group `{name}` (not in cluster.groups)"
+                    )
+
     def check_tenants(self) -> None:
         tenants = self.spec.tenants
         by_name: dict[str, Tenant] = {}
         index_of: dict[str, int] = {}
         qos_names = {q.name for q in self.spec.qos}
-        users = set(self.spec.users)
+        users = {user.name for user in self.spec.users}
         for index, tenant in enumerate(tenants):
             if tenant.name in by_name:
                 self.fail(["tenants", index, "name"], f"tenant `{tenant.name}` is defined twice")

@@ -61,7 +61,11 @@ LAYERS = (
 )
 
 # Renderers of the core model; each owns a top-level folder of the output tree.
-CORE_RENDERERS: dict[str, str] = {"slurm": "gpucluster.render.slurm:render_slurm"}
+CORE_RENDERERS: dict[str, str] = {
+    "slurm": "gpucluster.render.slurm:render_slurm",
+    # hosts/users.yaml: the Unix accounts the users role creates on every Slurm host.
+    "hosts": "gpucluster.render.users:render_users",
+}
 
 
 def _load(ref: str) -> Any:

@@ -7,6 +7,7 @@ No `from __future__ import annotations` here: pydantic would otherwise parse and
 every annotation string when the classes are built, at the start of every command.
 """
 
+import re
 from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, field_validator
@@ -429,6 +430,83 @@ class SlurmSettings(Strict):
         return int(major), int(minor)
 
 
+UNIX_NAME_RE = r"^[a-z_][a-z0-9_.-]*$"
+# An OpenSSH authorized_keys line: optional options, a key type, the base64 key, an optional comment.
+SSH_KEY_RE = re.compile(
+    r"([^\n]* )?(ssh-[a-z0-9-]+|ecdsa-sha2-[a-z0-9-]+|sk-[a-z0-9@.-]+) AAAA[A-Za-z0-9+/]+={0,3}( [^\n]*)?"
+)
+UNIX_ID_RANGES = ((1000, 59999), (65536, 524287))
+UNIX_ID_RANGES_TEXT = "1000-59999 or 65536-524287"
+
+
+class UnixGroup(Strict):
+    """A Unix group with one gid on every host."""
+
+    name: Annotated[str, Field(pattern=UNIX_NAME_RE, max_length=32)] = spec(
+        "Group name.", Update.UNIX_ACCOUNTS
+    )
+    gid: int = spec(
+        f"Numeric group id, the same on every host: in {UNIX_ID_RANGES_TEXT} (Debian's range for "
+        "people's groups, or above 16 bits and below systemd's container range). Changing it renumbers "
+        "the group where the users role created it (groupmod: existing files keep the old gid).",
+        Update.UNIX_ACCOUNTS,
+    )
+
+
+class UnixUser(Strict):
+    """A Unix user with one uid, primary group and supplementary groups on every host."""
+
+    name: Annotated[str, Field(pattern=UNIX_NAME_RE, max_length=32)] = spec(
+        "User name (the Slurm user of the tenants that list it).", Update.UNIX_ACCOUNTS
+    )
+    uid: int = spec(
+        f"Numeric user id, the same on every host: in {UNIX_ID_RANGES_TEXT} (Debian's range for "
+        "people's accounts, or above 16 bits and below systemd's container range). Changing it renumbers "
+        "the user where the users role created it (usermod: the home follows, files elsewhere keep the old uid).",
+        Update.UNIX_ACCOUNTS,
+    )
+    group: Annotated[str, Field(pattern=UNIX_NAME_RE)] | None = spec(
+        "Primary group, from `groups` (or another user's private group). Default: a private group "
+        "of the user's name whose gid is the uid (Debian's convention).",
+        Update.UNIX_ACCOUNTS,
+        default=None,
+    )
+    groups: list[Annotated[str, Field(pattern=UNIX_NAME_RE)]] = spec(
+        "Supplementary groups, from `groups` (or users' private groups).",
+        Update.UNIX_ACCOUNTS,
+        default_factory=list,
+    )
+    shell: Annotated[str, Field(pattern=r"^/\S+$")] = spec(
+        "Login shell.", Update.UNIX_ACCOUNTS, default="/bin/bash"
+    )
+    ssh_authorized_keys: list[str] = spec(
+        "OpenSSH public keys (authorized_keys lines, e.g. `ssh-ed25519 AAAA... alice@laptop`); "
+        "the user's ~/.ssh/authorized_keys holds exactly these.",
+        Update.UNIX_ACCOUNTS,
+        default_factory=list,
+    )
+
+    @field_validator("groups")
+    @classmethod
+    def _once(cls, values: list[str]) -> list[str]:
+        return _unique(values)
+
+    @field_validator("ssh_authorized_keys")
+    @classmethod
+    def _keys(cls, values: list[str]) -> list[str]:
+        for key in values:
+            if not SSH_KEY_RE.fullmatch(key):
+                raise ValueError(
+                    f"{key[:40]!r}... is not one OpenSSH public key line "
+                    "(`[options] <type> <base64 key> [comment]`, e.g. `ssh-ed25519 AAAA... alice@laptop`)"
+                )
+        return _unique(values)
+
+    @property
+    def primary_group(self) -> str:
+        return self.group or self.name
+
+
 class ClusterSpec(Strict):
     name: Annotated[str, Field(pattern=r"^[a-z][a-z0-9_-]{0,39}$")] = spec(
         "Cluster name (Slurm ClusterName, resource name prefix).", Update.REBUILD
@@ -447,9 +525,17 @@ class ClusterSpec(Strict):
         default_factory=list,
     )
     qos: list[Qos] = spec("Slurm QOS definitions.", Update.ACCOUNTS, default_factory=list)
-    users: list[Annotated[str, Field(pattern=r"^[a-z_][a-z0-9_.-]*$")]] = spec(
-        "Known users; when given, every tenant user must be listed here.",
-        Update.ACCOUNTS,
+    groups: list[UnixGroup] = spec(
+        "Unix groups created on every Slurm host (controllers, accounting host, nodes) with the "
+        "same gid everywhere, for `users` to name. A user's private group needs no entry here.",
+        Update.UNIX_ACCOUNTS,
+        default_factory=list,
+    )
+    users: list[UnixUser] = spec(
+        "Unix users created on every Slurm host with the same uid, groups and SSH keys everywhere "
+        "(hosts/users.yaml, applied by the users role). When given, every tenant user must be "
+        "listed here; omit where a directory service (LDAP, SSSD) provides the accounts.",
+        Update.UNIX_ACCOUNTS,
         default_factory=list,
     )
     tenants: list[Tenant] = spec(

@@ -30,6 +30,7 @@ class Update(StrEnum):
         "restart slurmctld and slurmd (running jobs survive; Slurm 22.05 needs this for node list changes)"
     )
     ACCOUNTS = "sacctmgr changes only; no daemon restart"
+    UNIX_ACCOUNTS = "Unix users and groups changed by the users role on every host; no daemon action"
     REBUILD = "cluster rebuild: drain and reinstall the affected hosts"
     KUBERNETES = "objects re-applied to the Kubernetes API; no Slurm action"
     MOVE = (

@@ -22,6 +22,7 @@ from gpucluster.moves import moves
 SEVERITY = [
     Update.RENDER_ONLY,
     Update.KUBERNETES,
+    Update.UNIX_ACCOUNTS,
     Update.ACCOUNTS,
     Update.RECONFIGURE,
     Update.RESTART,

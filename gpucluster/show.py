@@ -68,6 +68,8 @@ def show(cluster: Cluster) -> str:
     parts.append(fleet_table(cluster))
     if spec.tenants:
         parts.append(tenant_table(cluster))
+    if spec.users:
+        parts.append(user_table(cluster))
     return "\n".join(parts) + "\n"
 
 
@@ -134,5 +136,33 @@ def tenant_table(cluster: Cluster) -> str:
     return table(
         "Tenants: GPU quota / limit per scheduler",
         ("tenant", "parent", "fairshare", *(o.value for o in owners), "users", "QOS"),
+        rows,
+    )
+
+
+def user_table(cluster: Cluster) -> str:
+    spec = cluster.spec
+    gids = {g.name: g.gid for g in spec.groups} | {u.name: u.uid for u in spec.users if u.group is None}
+    tenants_of: dict[str, list[str]] = {}
+    for tenant in spec.tenants:
+        for name in tenant.users:
+            tenants_of.setdefault(name, []).append(tenant.name)
+    rows = []
+    for user in spec.users:
+        tenants = tenants_of.get(user.name, [])
+        gid = gids.get(user.primary_group)
+        rows.append(
+            [
+                user.name,
+                str(user.uid),
+                f"{user.primary_group} ({gid})",
+                ", ".join(user.groups) or "-",
+                ", ".join(tenants) or "-",
+                str(len(user.ssh_authorized_keys)),
+            ]
+        )
+    return table(
+        "Users: one uid and gid on every Slurm host",
+        ("user", "uid", "group (gid)", "groups", "tenants", "SSH keys"),
         rows,
     )

@@ -142,7 +142,9 @@ SMALL_CLUSTER = """\
         - {name: batch, nodes: [gpus], default: true}
       qos:
         - {name: normal}
-      users: [alice, bob]
+      users:
+        - {name: alice, uid: 10001}
+        - {name: bob, uid: 10002}
       tenants:
         - {name: team-a, fairshare: 50, gpu_quota: 32, gpu_limit: 48, users: [alice], qos: [normal]}
         - {name: team-b, fairshare: 50, gpu_quota: 32, users: [bob]}

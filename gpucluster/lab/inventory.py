@@ -71,11 +71,11 @@ def write_inventory(source: Path, cluster: Cluster) -> Path:
     # host_vars, not group_vars/all: the implicit localhost (where rendering runs) must stay local.
     for host in cluster.inventory.hostvars:
         doc = {
-            "ansible_connection": "podman_pipelined",
+            "ansible_connection": "podman_nsenter",
             "ansible_host": container_name(host),
             "ansible_python_interpreter": "/usr/bin/python3",
-            # An absolute path saves a `podman exec` per task (no `echo ~`); not /tmp, which is a
-            # tmpfs inside the container that podman's host-side mount does not see.
+            # An absolute path saves a call per task (no `echo ~`); not /tmp, a tmpfs inside the
+            # container.
             "ansible_remote_tmp": "/root/.ansible/tmp",
         }
         _write(target / "host_vars" / f"{host}.yml", "---\n" + yamlout.dump(doc, sort_keys=True))

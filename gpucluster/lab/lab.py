@@ -22,9 +22,6 @@ from gpucluster.layers import load_cluster
 from gpucluster.tools import venv_tool
 
 Progress = Callable[[str], None]
-# A Unix user on every lab host who belongs to no tenant (accounting must refuse its jobs).
-OUTSIDER = "outsider"
-FIRST_UID = 2001
 REQUIRED_TOOLS = ("ansible-playbook", "ansible-vault")
 
 
@@ -38,11 +35,6 @@ class SmokeResult:
 def lab_hosts(cluster: Cluster) -> list[str]:
     """Every inventory host: controllers, accounting host and nodes."""
     return list(cluster.inventory.hostvars)
-
-
-def lab_users(cluster: Cluster) -> dict[str, int]:
-    names = set(cluster.spec.users) | {u for t in cluster.spec.tenants for u in t.users}
-    return {name: FIRST_UID + index for index, name in enumerate([*sorted(names), OUTSIDER])}
 
 
 def gpu_devices(cluster: Cluster, host: str) -> list[str]:
@@ -96,7 +88,6 @@ def up(
     network.ensure_bridge(state)
     for index, host in enumerate(hosts):
         network.ensure_node_network(state, index, host, state.addresses[host], prefix_len)
-    users = lab_users(cluster)
     for host in hosts:
         volumes = shared_dirs(cluster, host)
         for source in volumes:
@@ -106,10 +97,10 @@ def up(
         progress(f"node {host}: {'started' if created else 'running'} ({state.addresses[host]})")
         if not created and nodes.container_image(nodes.container_name(host)) != tag:
             progress(f"node {host}: runs an older image; `lab down` then `lab up` to use {tag}")
-    progress(f"nodes: waiting for systemd; users {', '.join(users)}")
+    # The Unix users (cluster.users) come from the playbook's users play, as on real hosts.
+    progress("nodes: waiting for systemd")
     for host in hosts:
         nodes.wait_for_systemd(nodes.container_name(host))
-        nodes.ensure_users(nodes.container_name(host), users)
     target = write_inventory(inventory, cluster)
     state.remember("files", str(target))
     state.remember("files", str(vault_password_file()))

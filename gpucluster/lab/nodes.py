@@ -86,15 +86,6 @@ def wait_for_systemd(name: str, timeout: float = 60) -> None:
     raise LabError(f"{name}: systemd did not finish booting in {timeout:.0f}s (state: {status or 'unknown'})")
 
 
-def ensure_users(name: str, users: dict[str, int]) -> None:
-    """Unix users for Slurm jobs (same uid on every host, as a directory service would give)."""
-    script = "; ".join(
-        f"id -u {user} >/dev/null 2>&1 || useradd --create-home --uid {uid} --user-group {user}"
-        for user, uid in users.items()
-    )
-    run(["podman", "exec", name, "sh", "-c", script], env=podman_env())
-
-
 def remove_containers(state: LabState) -> list[str]:
     removed: list[str] = []
     for name in list(state.containers):

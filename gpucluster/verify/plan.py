@@ -148,7 +148,7 @@ class Plan:
 
 
 def declared_users(cluster: Cluster) -> list[str]:
-    return sorted(set(cluster.spec.users) | {u for t in cluster.spec.tenants for u in t.users})
+    return sorted({u.name for u in cluster.spec.users} | {u for t in cluster.spec.tenants for u in t.users})
 
 
 def optional_files() -> list[str]:

@@ -35,6 +35,10 @@ def _state(lab_cluster: Lab, job: str) -> str:
     ).strip()
 
 
+def _slurmctld_pid(lab_cluster: Lab) -> str:
+    return lab_cluster.ok("systemctl", "show", "slurmctld", "--property=ExecMainPID", "--value").strip()
+
+
 def _running(lab_cluster: Lab, job: str) -> bool:
     return lab_cluster.ok("squeue", "--noheader", f"--jobs={job}", "--format=%T").strip() == "RUNNING"
 
@@ -54,7 +58,7 @@ def test_node_moves_to_kubernetes_and_back(lab_cluster: Lab) -> None:
     cluster_file.write_text(
         gpu04_to_kubernetes((DEFAULT_INVENTORY / "group_vars/all/cluster.yml").read_text())
     )
-    result: dict[str, Any] = {}
+    result: dict[str, Any] = {"slurmctld_pid": _slurmctld_pid(lab_cluster)}
 
     def move() -> None:
         try:
@@ -93,7 +97,14 @@ def _check_move(
     mover.join(timeout=600)
     assert "error" not in result, result.get("error")
     run: PlaybookRun = result["run"]
-    assert "TASK [slurm_common : Drain the nodes leaving Slurm" in run.log.read_text()
+    log = run.log.read_text()
+    assert "TASK [slurm_common : Drain the nodes leaving Slurm" in log
+    # A change of the node definitions (here: one node fewer) is applied by restarting the
+    # daemons, as Slurm 22.05 needs; no reconfigure.
+    assert "RUNNING HANDLER [slurm_common : Restart slurmctld]" in log
+    assert "RUNNING HANDLER [slurm_common : Restart slurmd]" in log
+    assert "RUNNING HANDLER [slurm_common : Reconfigure Slurm]" not in log
+    assert _slurmctld_pid(lab_cluster) != result["slurmctld_pid"]
 
     # The job on the moving node finished normally; the job elsewhere survived the restart.
     assert _state(lab_cluster, moving_job) == "COMPLETED"

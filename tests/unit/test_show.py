@@ -40,3 +40,13 @@ def test_fleet_table_in_the_text_output() -> None:
     ]
     assert lines and "128" in lines[0]
     assert "Tenants: GPU quota / limit per scheduler" in proc.stdout
+
+
+def test_users_table_shows_ids_groups_and_tenants() -> None:
+    proc = run_cli("show", "inventories/superpod")
+    assert proc.returncode == 0, proc.stderr
+    assert "Users: one uid and gid on every Slurm host" in proc.stdout
+    erin = next(line for line in proc.stdout.splitlines() if " erin " in line and "10005" in line)
+    assert "ml (20000)" in erin and "inference" in erin
+    alice = next(line for line in proc.stdout.splitlines() if " alice " in line and "10001" in line)
+    assert "alice (10001)" in alice and "research" in alice

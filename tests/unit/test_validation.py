@@ -200,10 +200,85 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
         "limit 65 exceeds the 64 GPUs owned by slurm",
     ),
     (
-        "unknown user",
+        "tenant user not in cluster.users",
         lambda c: c["tenants"][1].update(users=["bob", "mallory"]),
         "cluster.tenants[1].users[1]",
-        "unknown user `mallory`",
+        "unknown user `mallory` (not in cluster.users)",
+    ),
+    (
+        "user defined twice",
+        lambda c: c["users"].append({"name": "alice", "uid": 10003}),
+        "cluster.users[2].name",
+        "user `alice` is defined twice (also cluster.users[0])",
+    ),
+    (
+        "uid twice",
+        lambda c: c["users"].append({"name": "carol", "uid": 10001}),
+        "cluster.users[2].uid",
+        "uid 10001 is already the uid of `alice` (cluster.users[0])",
+    ),
+    (
+        "group defined twice",
+        lambda c: c.update(groups=[{"name": "ml", "gid": 20000}, {"name": "ml", "gid": 20001}]),
+        "cluster.groups[1].name",
+        "group `ml` is defined twice (also cluster.groups[0])",
+    ),
+    (
+        "gid twice",
+        lambda c: c.update(groups=[{"name": "ml", "gid": 20000}, {"name": "ops", "gid": 20000}]),
+        "cluster.groups[1].gid",
+        "gid 20000 is already the gid of group `ml` (cluster.groups[0])",
+    ),
+    (
+        "private group named like a declared group",
+        lambda c: c.update(groups=[{"name": "alice", "gid": 20000}]),
+        "cluster.users[0].name",
+        "group `alice`, this user's private group (it has no `group`), is defined twice (also cluster.groups[0])",
+    ),
+    (
+        "private group with a declared group's gid",
+        lambda c: c.update(groups=[{"name": "ml", "gid": 10002}]),
+        "cluster.users[1].uid",
+        "gid 10002 of this user's private group (it has no `group`) is already the gid of group `ml`",
+    ),
+    (
+        "unknown primary group",
+        lambda c: c["users"][0].update(group="ops"),
+        "cluster.users[0].group",
+        "unknown group `ops` (not in cluster.groups)",
+    ),
+    (
+        "unknown supplementary group",
+        lambda c: c["users"][1].update(groups=["ml"]),
+        "cluster.users[1].groups[0]",
+        "unknown group `ml` (not in cluster.groups)",
+    ),
+    (
+        "supplementary group listed twice",
+        lambda c: (
+            c.update(groups=[{"name": "ml", "gid": 20000}]),
+            c["users"][1].update(groups=["ml", "ml"]),
+        ),
+        "cluster.users[1].groups",
+        "listed more than once: ml",
+    ),
+    (
+        "system uid",
+        lambda c: c["users"][0].update(uid=999),
+        "cluster.users[0].uid",
+        "uid 999 is outside the ranges for people's accounts, 1000-59999 or 65536-524287",
+    ),
+    (
+        "system gid",
+        lambda c: c.update(groups=[{"name": "ml", "gid": 100}]),
+        "cluster.groups[0].gid",
+        "gid 100 is outside the ranges for people's accounts, 1000-59999 or 65536-524287",
+    ),
+    (
+        "not an SSH key",
+        lambda c: c["users"][0].update(ssh_authorized_keys=["ssh-ed25519 not-base64"]),
+        "cluster.users[0].ssh_authorized_keys",
+        "is not one OpenSSH public key line",
     ),
     (
         "unknown qos",
@@ -371,6 +446,58 @@ def test_each_problem_names_file_path_and_reason(
     assert any(p.startswith(expected_file) and f": {path}: " in p and message in p for p in found), (
         f"expected {path}: {message} in {found}"
     )
+
+
+@pytest.mark.parametrize(
+    ("uid", "allowed"),
+    [
+        (999, False),
+        (1000, True),
+        (59999, True),
+        (60000, False),
+        (65535, False),
+        (65536, True),
+        (524287, True),
+        (524288, False),
+    ],
+)
+def test_ids_are_refused_outside_the_ranges_for_people(
+    inventories: InventoryFactory, uid: int, allowed: bool
+) -> None:
+    def mutate(c: dict[str, Any]) -> None:
+        c["users"][0].update(uid=uid, group="ml")
+        c["groups"] = [{"name": "ml", "gid": uid}]
+
+    directory = write(inventories, mutate)
+    if allowed:
+        load_cluster(directory)
+        return
+    found = problems_of(directory)
+    for path in ("cluster.users[0].uid", "cluster.groups[0].gid"):
+        assert any(f": {path}: " in p and "1000-59999 or 65536-524287" in p for p in found), found
+
+
+def test_users_may_share_declared_and_private_groups(inventories: InventoryFactory) -> None:
+    def mutate(c: dict[str, Any]) -> None:
+        c["groups"] = [{"name": "ml", "gid": 20000}]
+        c["users"][0].update(groups=["ml", "bob"])  # bob's private group
+        c["users"].append({"name": "carol", "uid": 10003, "group": "ml", "shell": "/bin/sh"})
+
+    cluster = load_cluster(write(inventories, mutate))
+    assert [u.primary_group for u in cluster.spec.users] == ["alice", "bob", "ml"]
+
+
+def test_tenant_users_need_no_declaration_without_cluster_users(inventories: InventoryFactory) -> None:
+    # A directory service provides the accounts: cluster.users is omitted, tenants name anyone.
+    load_cluster(write(inventories, lambda c: c.pop("users")))
+
+
+def test_a_bad_user_exits_2_with_the_problem_and_no_traceback(inventories: InventoryFactory) -> None:
+    directory = write(inventories, lambda c: c["users"].append({"name": "carol", "uid": 10001}))
+    proc = run_cli("validate", str(directory))
+    assert proc.returncode == 2, proc.stderr
+    assert "cluster.users[2].uid: uid 10001 is already the uid of `alice`" in proc.stderr
+    assert "Traceback" not in proc.stderr
 
 
 def test_all_problems_are_reported_at_once(inventories: InventoryFactory) -> None:

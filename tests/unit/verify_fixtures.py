@@ -64,7 +64,10 @@ CLUSTER = """\
       qos:
         - {name: normal}
         - {name: capped, max_gpus_per_user: 2, max_wall: "2-00:00:00"}
-      users: [alice, bob, carol]
+      users:
+        - {name: alice, uid: 10001}
+        - {name: bob, uid: 10002}
+        - {name: carol, uid: 10003}
       tenants:
         - {name: research, fairshare: 60, gpu_quota: 16, gpu_limit: 24, users: [alice, carol],
            qos: [normal, capped], default_qos: normal}

@@ -1,6 +1,7 @@
 #!/usr/bin/python
 # ruff: noqa: E402  (Ansible modules keep DOCUMENTATION above the imports)
-"""Ansible module: render an inventory's Slurm files with gpucluster and say which host does what."""
+"""Ansible module: render an inventory's Slurm files (and Unix accounts) with gpucluster and say
+which host does what."""
 
 from __future__ import annotations
 
@@ -20,7 +21,9 @@ options:
     type: path
     required: true
   out:
-    description: Output directory; files land in O(out)/slurm/.
+    description: >-
+      Output directory; files land in O(out)/slurm/, and the Unix accounts (cluster.users,
+      cluster.groups) in O(out)/hosts/users.yaml when the inventory declares any.
     type: path
     required: true
   gpucluster_path:
@@ -111,7 +114,8 @@ def main() -> None:
         cluster = load_cluster(module.params["inventory"])
     except InventoryError as exc:
         module.fail_json(msg="invalid inventory:\n" + "\n".join(str(p) for p in exc.problems))
-    files = render_files(cluster, only=["slurm"])
+    # hosts/: the accounts the users role creates on every Slurm host.
+    files = render_files(cluster, only=["slurm", "hosts"])
     written: list[str] = []
     if not module.check_mode:
         written = [str(path) for path in write_tree(files, module.params["out"])]
