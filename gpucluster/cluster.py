@@ -298,11 +298,31 @@ class _Checker:
                 "StateSaveLocation they all share: set it to a path on a shared filesystem every "
                 "controller mounts read/write",
             )
+        self.check_login()
         if slurm.accounting and slurm.accounting.host not in self.inv.hostvars:
             self.fail(
                 ["slurm", "accounting", "host"],
                 f"accounting host `{slurm.accounting.host}` is not a host of {self.inv.hosts_file.file}",
             )
+
+    def check_login(self) -> None:
+        """Login hosts submit jobs and run none: a node of cluster.nodes would run slurmd there.
+        A controller may double as login host (small sites)."""
+        seen: set[str] = set()
+        for index, host in enumerate(self.spec.slurm.login):
+            parts: list[str | int] = ["slurm", "login", index]
+            if host in seen:
+                self.fail(parts, f"login host `{host}` is listed twice")
+                continue
+            seen.add(host)
+            if host not in self.inv.hostvars:
+                self.fail(parts, f"login host `{host}` is not a host of {self.inv.hosts_file.file}")
+            elif host in self.cluster.node_type_of:
+                self.fail(
+                    parts,
+                    f"login host `{host}` is a node of cluster.nodes (type "
+                    f"`{self.cluster.node_type_of[host]}`): it would run jobs; remove it from its node group",
+                )
 
     def resolve_partitions(self) -> None:
         cluster = self.cluster

@@ -366,6 +366,13 @@ class SlurmSettings(Strict):
     controller: list[str] = spec(
         "Inventory host(s) running slurmctld; the second and later are backups.", Update.RESTART, min_length=1
     )
+    login: list[str] = spec(
+        "Inventory hosts that are login (submit) hosts: the Slurm client commands, munge with the "
+        "cluster key, the Slurm configuration and sshd (role slurm_login); no slurmd, in no "
+        "partition. May include a controller; never a node of cluster.nodes.",
+        Update.RENDER_ONLY,
+        default_factory=list,
+    )
     state_save_location: Annotated[str, Field(pattern=r"^/\S+$")] | None = spec(
         "StateSaveLocation: where slurmctld keeps jobs and nodes across restarts. Required with a backup "
         "controller: a path every controller mounts read/write from one shared filesystem (the backup "
@@ -415,7 +422,7 @@ class SlurmSettings(Strict):
         default_factory=dict,
     )
 
-    @field_validator("controller", mode="before")
+    @field_validator("controller", "login", mode="before")
     @classmethod
     def _one_or_many(cls, value: Any) -> Any:
         return [value] if isinstance(value, str) else value

@@ -176,6 +176,24 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
         "`head2` is not a host",
     ),
     (
+        "login host unknown",
+        lambda c: c["slurm"].update(login=["login9"]),
+        "cluster.slurm.login[0]",
+        "login host `login9` is not a host",
+    ),
+    (
+        "login host is a node",
+        lambda c: c["slurm"].update(login=["head", "n03"]),
+        "cluster.slurm.login[1]",
+        "login host `n03` is a node of cluster.nodes (type `h100`): it would run jobs",
+    ),
+    (
+        "login host twice",
+        lambda c: c["slurm"].update(login=["head", "head"]),
+        "cluster.slurm.login[1]",
+        "login host `head` is listed twice",
+    ),
+    (
         "backup controller without shared state",
         lambda c: c["slurm"].update(controller=["head", "n01"]),
         "cluster.slurm.state_save_location",
@@ -446,6 +464,23 @@ def test_each_problem_names_file_path_and_reason(
     assert any(p.startswith(expected_file) and f": {path}: " in p and message in p for p in found), (
         f"expected {path}: {message} in {found}"
     )
+
+
+def test_login_hosts_may_be_a_controller_or_a_host_of_their_own(inventories: InventoryFactory) -> None:
+    hosts = SMALL_HOSTS.replace(
+        "    all:\n      children:\n",
+        "    all:\n      children:\n        login:\n          hosts:\n            login01:\n",
+        1,
+    )
+    cluster = load_cluster(write(inventories, lambda c: c["slurm"].update(login=["login01", "head"]), hosts))
+    assert cluster.spec.slurm.login == ["login01", "head"]
+    # In no partition: login hosts are not Slurm nodes.
+    assert "login01" not in cluster.node_type_of
+    # One name alone is a list of one, as for the controller; none by default.
+    assert load_cluster(write(inventories, lambda c: c["slurm"].update(login="head"))).spec.slurm.login == [
+        "head"
+    ]
+    assert load_cluster(write(inventories, lambda c: None)).spec.slurm.login == []
 
 
 @pytest.mark.parametrize(
