@@ -23,6 +23,7 @@ OURS = [
     "slurm_controller",
     "slurm_dbd",
     "slurm_health",
+    "slurm_login",
     "users",
 ]
 

@@ -12,7 +12,8 @@ short_description: Render the Slurm files of a gpucluster inventory and classify
 description:
   - Loads the cluster model of an inventory directory with gpucluster, writes the files of
     C(gpucluster render) (the same renderer, so the bytes are identical) under O(out), and
-    returns which hosts run slurmctld, slurmdbd and slurmd according to the model.
+    returns which hosts run slurmctld, slurmdbd and slurmd, and which are login (submit) hosts,
+    according to the model.
   - Runs on the Ansible controller; gpucluster must be importable (O(gpucluster_path) is put
     first on sys.path).
 options:
@@ -54,6 +55,12 @@ compute_nodes:
   description: slurmd hosts (the nodes bare-metal Slurm owns).
   type: list
   returned: always
+login_nodes:
+  description: >-
+    Login (submit) hosts (cluster.slurm.login): client commands, munge, the Slurm files, sshd;
+    no slurmd. Empty when bare-metal Slurm has no nodes.
+  type: list
+  returned: always
 state_save_location:
   description: StateSaveLocation as rendered into slurm.conf (created on the controllers).
   type: str
@@ -88,6 +95,7 @@ def classify(cluster: Any) -> dict[str, Any]:
         "controllers": list(slurm.controller) if nodes else [],
         "dbd_hosts": [slurm.accounting.host] if slurm.accounting and nodes else [],
         "compute_nodes": nodes,
+        "login_nodes": list(slurm.login) if nodes else [],
         "state_save_location": slurm.state_dir,
         "leave_reasons": {h: MOVE_REASON.format(target=o) for h, o in sorted(others.items())},
     }

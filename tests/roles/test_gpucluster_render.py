@@ -1,0 +1,29 @@
+"""gpucluster_render groups the hosts by their Slurm role straight from the cluster model."""
+
+from __future__ import annotations
+
+from gpucluster.lab.paths import DEFAULT_INVENTORY
+from gpucluster.layers import load_cluster
+
+from .conftest import ROLES, load_module
+
+render = load_module("slurm_common", "gpucluster_render")
+MOLECULE_INVENTORIES = ROLES.parent / "molecule" / "inventory"
+
+
+def test_lab_login_node_is_a_group_of_its_own() -> None:
+    groups = render.classify(load_cluster(DEFAULT_INVENTORY))
+    assert groups["controllers"] == ["ctl01", "ctl02"]
+    assert groups["dbd_hosts"] == ["ctl02"]
+    assert groups["compute_nodes"] == ["gpu01", "gpu02", "gpu03", "gpu04"]
+    assert groups["login_nodes"] == ["login01"]
+
+
+def test_a_controller_may_be_the_login_node() -> None:
+    groups = render.classify(load_cluster(MOLECULE_INVENTORIES / "mollogin"))
+    assert groups["controllers"] == groups["login_nodes"] == ["gclogin01"]
+    assert groups["compute_nodes"] == ["gcnode-absent"]
+
+
+def test_no_login_nodes_by_default() -> None:
+    assert render.classify(load_cluster(MOLECULE_INVENTORIES / "mol"))["login_nodes"] == []
