@@ -76,7 +76,8 @@ def remote_command(args: argparse.Namespace) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run a command on the lab's controller, e.g. `gpucluster lab run -- srun -N2 hostname`."""
+    """Run a command on a lab host (default: the login node, else the first controller), e.g.
+    `gpucluster lab run -- srun -N2 hostname`."""
     import subprocess
 
     command = remote_command(args)
@@ -86,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
     from gpucluster.lab import lab
 
     try:
-        container = lab.controller_container()
+        container = lab.run_container(args.host)
     except LabError as exc:
         return _fail(exc)
     tty = ["-t"] if sys.stdin.isatty() and sys.stdout.isatty() else []
@@ -154,6 +155,10 @@ def add_lab_commands(lab: argparse.ArgumentParser) -> None:
     add_command(commands, "status", status)
 
     parser_run = add_command(commands, "run", run)
+    parser_run.add_argument(
+        "--host",
+        help="Lab host to run on (default: the first login node of the inventory, else the first controller).",
+    )
     parser_run.add_argument("--user", "-u", help="Run as this Unix user.")
     parser_run.add_argument(
         "command", nargs=argparse.REMAINDER, help="The command and its arguments, after `--`."

@@ -23,9 +23,10 @@ from gpucluster.lab.shell import LabError, run
 SUITE = "bookworm"
 MIRROR = os.environ.get("GPUCLUSTER_LAB_MIRROR", "http://deb.debian.org/debian")
 # Services the roles enable themselves; disabled in the image so a fresh node boots quiet.
-ROLE_SERVICES = ("munge", "slurmctld", "slurmd", "slurmdbd", "mariadb")
+# (ssh: slurm_login enables it on login nodes only.)
+ROLE_SERVICES = ("munge", "slurmctld", "slurmd", "slurmdbd", "mariadb", "ssh")
 # Bump when the build steps below change (the package list is hashed on its own).
-RECIPE_VERSION = "4"
+RECIPE_VERSION = "5"
 
 Progress = Callable[[str], None]
 
@@ -87,6 +88,9 @@ def build_image(tag: str, progress: Progress) -> None:
         policy.unlink()
         # The munge role generates the cluster key; a key baked into the image would be shared.
         (rootfs / "etc/munge/munge.key").unlink(missing_ok=True)
+        # Likewise sshd's host keys (openssh-server's install made them): slurm_login creates each host's own.
+        for host_key in (rootfs / "etc/ssh").glob("ssh_host_*"):
+            host_key.unlink()
         for lists in (rootfs / "var/lib/apt/lists").glob("*_*"):
             lists.unlink()
         progress(f"image: podman import {tag}")

@@ -55,12 +55,32 @@ def shared_dirs(cluster: Cluster, host: str) -> dict[str, str]:
     return {str(source): slurm.state_save_location}
 
 
-def controller_container(state: LabState | None = None) -> str:
+def _lab_cluster(state: LabState | None = None) -> Cluster:
     state = state or LabState.load()
     if state is None or not state.inventory:
         raise LabError("no lab is up (run `gpucluster lab up`)")
-    cluster = load_cluster(state.inventory)
-    return nodes.container_name(cluster.spec.slurm.controller[0])
+    return load_cluster(state.inventory)
+
+
+def controller_container(state: LabState | None = None) -> str:
+    return nodes.container_name(_lab_cluster(state).spec.slurm.controller[0])
+
+
+def run_host(cluster: Cluster, host: str | None = None) -> str:
+    """Where `lab run` runs: `host` if given (a lab host), else where users work on a real
+    cluster, the first login node, else the first controller."""
+    if host is None:
+        slurm = cluster.spec.slurm
+        return (slurm.login or slurm.controller)[0]
+    hosts = lab_hosts(cluster)
+    if host not in hosts:
+        raise LabError(f"`{host}` is not a host of the lab (hosts: {', '.join(hosts)})")
+    return host
+
+
+def run_container(host: str | None = None, state: LabState | None = None) -> str:
+    """The container of `run_host`, for the lab that is up."""
+    return nodes.container_name(run_host(_lab_cluster(state), host))
 
 
 def up(

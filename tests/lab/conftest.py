@@ -26,7 +26,7 @@ from gpucluster.lab.state import LabState
 from gpucluster.layers import load_cluster
 from tests.conftest import REPO, SCRUBBED_ENV, readme_commands
 
-# Image build (uncached ~1 min), six containers, the playbook and the smoke jobs; measured 1-2.5 min.
+# Image build (uncached ~1 min), seven containers, the playbook and the smoke jobs; measured 1-2.5 min.
 LAB_UP_TIMEOUT = 900
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,9 +12,12 @@ import yaml
 
 from gpucluster.lab import image, inventory, lab, network
 from gpucluster.lab.paths import DEFAULT_INVENTORY, IMAGE_RECIPE_DIR
+from gpucluster.lab.shell import LabError
 from gpucluster.lab.state import LabState
 from gpucluster.layers import load_cluster
 from gpucluster.tools import venv_env, venv_tool
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -44,7 +48,9 @@ def test_image_tag_follows_the_package_list(tmp_path: Path) -> None:
 def test_image_bakes_every_package_the_roles_install() -> None:
     baked = set(image.package_list())
     roles = Path(__file__).resolve().parents[2] / "roles"
-    ours = ["munge", "slurm_common", "slurm_dbd", "slurm_controller", "slurm_compute", "slurm_accounts"]
+    ours = [
+        "munge", "slurm_common", "slurm_dbd", "slurm_controller", "slurm_compute", "slurm_accounts", "slurm_login",
+    ]  # fmt: skip
     for defaults in (roles / role / "defaults" / "main.yml" for role in ours):
         data = yaml.safe_load(defaults.read_text()) or {}
         for key, value in data.items():
@@ -64,6 +70,32 @@ def test_gpu_devices_come_from_the_inventory() -> None:
     cluster = load_cluster(DEFAULT_INVENTORY)
     assert lab.gpu_devices(cluster, "gpu01") == [f"/dev/nvidia{i}" for i in range(8)]
     assert lab.gpu_devices(cluster, "ctl01") == []
+    # The login node is a container like every host, with no GPU.
+    assert "login01" in lab.lab_hosts(cluster)
+    assert lab.gpu_devices(cluster, "login01") == []
+
+
+def test_lab_run_defaults_to_the_login_node_else_the_first_controller() -> None:
+    with_login = load_cluster(DEFAULT_INVENTORY)
+    assert lab.run_host(with_login) == "login01"
+    assert lab.run_host(with_login, "gpu03") == "gpu03"
+    with pytest.raises(LabError, match=r"`gpu99` is not a host of the lab \(hosts: ctl01, ctl02, gpu01"):
+        lab.run_host(with_login, "gpu99")
+    # No login node: the controller, as `lab run` always did.
+    without_login = load_cluster(REPO / "molecule" / "inventory" / "mol")
+    assert without_login.spec.slurm.login == []
+    assert lab.run_host(without_login) == "gcmol01"
+
+
+def test_lab_run_help_names_host_and_user() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "gpucluster.cli", "lab", "run", "--help"],
+        cwd=REPO, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    text = " ".join(proc.stdout.split())
+    assert "--host HOST" in text and "--user USER" in text
+    assert "default: the first login node of the inventory, else the first controller" in text
+    assert "Run a command on a lab host (default: the login node, else the first controller)" in text
 
 
 def test_generated_inventory_reaches_hosts_through_podman(lab_dir: Path) -> None:

@@ -24,7 +24,7 @@ from gpucluster.tools import venv_tool
 from .conftest import Lab
 
 pytestmark = pytest.mark.lab
-# One verify: the observing playbook over six containers and the jobs, each job waiting at most
+# One verify: the observing playbook over seven containers and the jobs, each job waiting at most
 # 20 s for its nodes (longer only when a fault blocks them); measured well under this.
 VERIFY_TIMEOUT = 600
 GPU_DEVICE = "/dev/nvidia3"
