@@ -443,7 +443,17 @@ SSH_KEY_RE = re.compile(
     r"([^\n]* )?(ssh-[a-z0-9-]+|ecdsa-sha2-[a-z0-9-]+|sk-[a-z0-9@.-]+) AAAA[A-Za-z0-9+/]+={0,3}( [^\n]*)?"
 )
 UNIX_ID_RANGES = ((1000, 59999), (65536, 524287))
-UNIX_ID_RANGES_TEXT = "1000-59999 or 65536-524287"
+UNIX_ID_RANGES_TEXT = " or ".join(f"{low}-{high}" for low, high in UNIX_ID_RANGES)
+
+
+def unix_id_spec(kind: str, renumbered: str) -> Any:
+    """The uid/gid field: one id on every host, in the ranges people's accounts may use."""
+    return spec(
+        f"Numeric {kind} id, the same on every host: in {UNIX_ID_RANGES_TEXT} (Debian's range for "
+        "people's accounts, or above 16 bits and below systemd's container range). Changing it "
+        f"renumbers {renumbered}.",
+        Update.UNIX_ACCOUNTS,
+    )
 
 
 class UnixGroup(Strict):
@@ -452,11 +462,8 @@ class UnixGroup(Strict):
     name: Annotated[str, Field(pattern=UNIX_NAME_RE, max_length=32)] = spec(
         "Group name.", Update.UNIX_ACCOUNTS
     )
-    gid: int = spec(
-        f"Numeric group id, the same on every host: in {UNIX_ID_RANGES_TEXT} (Debian's range for "
-        "people's groups, or above 16 bits and below systemd's container range). Changing it renumbers "
-        "the group where the users role created it (groupmod: existing files keep the old gid).",
-        Update.UNIX_ACCOUNTS,
+    gid: int = unix_id_spec(
+        "group", "the group where the users role created it (groupmod: existing files keep the old gid)"
     )
 
 
@@ -466,11 +473,9 @@ class UnixUser(Strict):
     name: Annotated[str, Field(pattern=UNIX_NAME_RE, max_length=32)] = spec(
         "User name (the Slurm user of the tenants that list it).", Update.UNIX_ACCOUNTS
     )
-    uid: int = spec(
-        f"Numeric user id, the same on every host: in {UNIX_ID_RANGES_TEXT} (Debian's range for "
-        "people's accounts, or above 16 bits and below systemd's container range). Changing it renumbers "
-        "the user where the users role created it (usermod: the home follows, files elsewhere keep the old uid).",
-        Update.UNIX_ACCOUNTS,
+    uid: int = unix_id_spec(
+        "user",
+        "the user where the users role created it (usermod: the home follows, files elsewhere keep the old uid)",
     )
     group: Annotated[str, Field(pattern=UNIX_NAME_RE)] | None = spec(
         "Primary group, from `groups` (or another user's private group). Default: a private group "

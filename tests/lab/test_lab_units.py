@@ -16,8 +16,7 @@ from gpucluster.lab.shell import LabError
 from gpucluster.lab.state import LabState
 from gpucluster.layers import load_cluster
 from gpucluster.tools import venv_env, venv_tool
-
-REPO = Path(__file__).resolve().parents[2]
+from tests.conftest import REPO
 
 
 @pytest.fixture

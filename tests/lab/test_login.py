@@ -16,10 +16,6 @@ pytestmark = pytest.mark.lab
 LOGIN = "login01"
 
 
-def test_the_lab_has_one_login_node(lab_cluster: Lab) -> None:
-    assert lab_cluster.cluster.spec.slurm.login == [LOGIN]
-
-
 def test_a_user_submits_from_the_login_node_and_the_job_runs_on_a_gpu_node(lab_cluster: Lab) -> None:
     job = lab_cluster.ok(
         "sbatch", "--parsable", "--output=/dev/null", "--gres=gpu:h100:1", "--wrap", "hostname",
