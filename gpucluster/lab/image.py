@@ -23,8 +23,10 @@ from gpucluster.lab.shell import LabError, run
 SUITE = "bookworm"
 MIRROR = os.environ.get("GPUCLUSTER_LAB_MIRROR", "http://deb.debian.org/debian")
 # Services the roles enable themselves; disabled in the image so a fresh node boots quiet.
-# (ssh: slurm_login enables it on login nodes only.)
-ROLE_SERVICES = ("munge", "slurmctld", "slurmd", "slurmdbd", "mariadb", "ssh")
+# (ssh: slurm_login enables it on login nodes only; nfs-server and rpcbind: the NFS server role.)
+ROLE_SERVICES = (
+    "munge", "slurmctld", "slurmd", "slurmdbd", "slurmrestd", "mariadb", "ssh", "nfs-server", "rpcbind"
+)
 # Bump when the build steps below change (the package list is hashed on its own).
 RECIPE_VERSION = "5"
 
@@ -82,7 +84,7 @@ def build_image(tag: str, progress: Progress) -> None:
             _in_root(rootfs, "systemctl", "disable", *(f"{name}.service" for name in ROLE_SERVICES))
             # Debian enables socket activation: systemd itself would listen on *:3306 on every lab
             # host, including those that never run MariaDB (the slurm_dbd role turns it off on its own).
-            _in_root(rootfs, "systemctl", "disable", "mariadb.socket")
+            _in_root(rootfs, "systemctl", "disable", "mariadb.socket", "rpcbind.socket")
         finally:
             run(["umount", "-l", str(proc)], check=False)
         policy.unlink()
