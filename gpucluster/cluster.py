@@ -31,6 +31,9 @@ from gpucluster.yamlfile import LoadedYaml
 MIN_SLURM = (22, 5)
 BLOCK_TOPOLOGY_SINCE = (23, 11)
 TOPOLOGY_YAML_SINCE = (25, 5)
+# slurmctld serves topology.yaml to configless slurmds from 25.05.2; the inventory names no patch
+# release, so the first release whose every version does.
+CONFIGLESS_TOPOLOGY_YAML_SINCE = (25, 11)
 NO_GPUS = GpuQuota()
 
 
@@ -196,6 +199,7 @@ class _Checker:
         self.check_users()
         self.check_tenants()
         self.check_health()
+        self.check_configless()
         return self.cluster
 
     def check_version(self) -> None:
@@ -515,6 +519,21 @@ class _Checker:
                     ["slurm", "extra", key],
                     f"{key} is set by cluster.slurm.health (gpucluster-healthcheck); remove it here",
                 )
+
+    def check_configless(self) -> None:
+        """A configless slurmd reads only what slurmctld serves, and 25.05 serves no topology.yaml
+        before its second patch release."""
+        slurm = self.spec.slurm
+        fabric = self.spec.fabric
+        version = slurm.version_tuple
+        if not slurm.configless or not (fabric.tree or fabric.blocks):
+            return
+        if TOPOLOGY_YAML_SINCE <= version < CONFIGLESS_TOPOLOGY_YAML_SINCE:
+            self.fail(
+                ["slurm", "configless"],
+                f"Slurm {slurm.version} renders topology.yaml, which slurmctld serves to configless "
+                "nodes only from 25.05.2 on: target 25.11 or later, or turn configless off",
+            )
 
     def check_qos(self) -> None:
         names: set[str] = set()

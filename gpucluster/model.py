@@ -373,6 +373,17 @@ class SlurmSettings(Strict):
         Update.RENDER_ONLY,
         default_factory=list,
     )
+    configless: bool = spec(
+        "Configless Slurm (SlurmctldParameters=enable_configless): the Slurm files live on the "
+        "controllers; every slurmd starts with `--conf-server` naming the controllers in order and "
+        "fetches them from slurmctld (again on `scontrol reconfigure`). Nodes keep only what "
+        "slurmctld does not serve (healthcheck.conf, the health check program). Login hosts keep "
+        "their copies: Slurm 22.05 has no sackd, and its commands find a configuration without a "
+        "local slurmd only in a file or through DNS SRV records. Off by default, so that no "
+        "existing cluster switches by itself: changing it restarts slurmctld, then every slurmd.",
+        Update.RESTART,
+        default=False,
+    )
     state_save_location: Annotated[str, Field(pattern=r"^/\S+$")] | None = spec(
         "StateSaveLocation: where slurmctld keeps jobs and nodes across restarts. Required with a backup "
         "controller: a path every controller mounts read/write from one shared filesystem (the backup "

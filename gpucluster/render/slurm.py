@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from gpucluster import yamlout
 from gpucluster.accounts import desired_associations
-from gpucluster.cluster import TOPOLOGY_YAML_SINCE, Cluster
+from gpucluster.cluster import CONFIGLESS_TOPOLOGY_YAML_SINCE, TOPOLOGY_YAML_SINCE, Cluster
 from gpucluster.hostlists import compress
 from gpucluster.model import NodeType, Owner
 from gpucluster.render.health import HEALTH_CONF, HEALTH_PROGRAM, bare_metal_health_conf
@@ -16,6 +16,14 @@ from gpucluster.render.templating import header, render_template
 # option, `<topology>:<unit>` (gpucluster.k8s.objects.slinky_topology_spec), which names these.
 TREE_TOPOLOGY = "fabric-tree"
 BLOCK_TOPOLOGY = "nvlink-blocks"
+
+# What slurmctld sends a configless slurmd (Slurm 22.05, src/slurmctld/proc_req.c
+# slurmd_config_files): never Prolog, Epilog or HealthCheckProgram scripts, nor our healthcheck.conf.
+CONFIGLESS_SERVED = (
+    "slurm.conf", "acct_gather.conf", "cgroup.conf", "cli_filter.lua", "ext_sensors.conf",
+    "gres.conf", "helpers.conf", "job_container.conf", "knl_cray.conf", "mpi.conf", "oci.conf",
+    "plugstack.conf", "topology.conf",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -45,6 +53,29 @@ def block_sizes(cluster: Cluster) -> list[int]:
     return [min(len(hosts) for hosts in cluster.blocks.values())] if cluster.blocks else []
 
 
+def configless_served(cluster: Cluster) -> list[str]:
+    """The files slurmctld serves to a configless slurmd of this cluster's Slurm release."""
+    served = list(CONFIGLESS_SERVED)
+    if cluster.version >= CONFIGLESS_TOPOLOGY_YAML_SINCE:
+        served.append("topology.yaml")
+    return served
+
+
+def conf_server(cluster: Cluster) -> str:
+    """slurmd's `--conf-server` value: the controllers in priority order, at SlurmctldPort's default."""
+    return ",".join(cluster.spec.slurm.controller)
+
+
+def slurmctld_parameters(cluster: Cluster) -> tuple[str, dict[str, str | int]]:
+    """SlurmctldParameters (enable_configless first, then the site's own from `extra`) and the rest
+    of `extra`: two SlurmctldParameters lines would leave Slurm only the last one."""
+    slurm = cluster.spec.slurm
+    extra = dict(slurm.extra)
+    site = str(extra.pop("SlurmctldParameters", "")) if slurm.configless else ""
+    values = (["enable_configless"] if slurm.configless else []) + [v for v in site.split(",") if v]
+    return ",".join(dict.fromkeys(values)), extra
+
+
 def node_lines(cluster: Cluster) -> list[NodeLine]:
     return [
         NodeLine(compress(hosts), type_name, cluster.spec.node_types[type_name])
@@ -55,6 +86,7 @@ def node_lines(cluster: Cluster) -> list[NodeLine]:
 def _context(cluster: Cluster) -> dict[str, object]:
     slurm = cluster.spec.slurm
     has_gpus = any(cluster.spec.node_types[t].gpus for t in cluster.hosts_by_type)
+    ctld_parameters, extra = slurmctld_parameters(cluster)
     return {
         "header": header(cluster.source),
         "cluster": cluster,
@@ -80,6 +112,8 @@ def _context(cluster: Cluster) -> dict[str, object]:
         "jobacct_gather": "cgroup" if slurm.proctrack == "cgroup" else "linux",
         "gres_types": ["gpu"] if has_gpus else [],
         "health_program": HEALTH_PROGRAM,
+        "slurmctld_parameters": ctld_parameters,
+        "extra": extra,
     }
 
 
