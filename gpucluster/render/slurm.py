@@ -24,6 +24,8 @@ CONFIGLESS_SERVED = (
     "gres.conf", "helpers.conf", "job_container.conf", "knl_cray.conf", "mpi.conf", "oci.conf",
     "plugstack.conf", "topology.conf",
 )  # fmt: skip
+# Every file render_slurm may install in /etc/slurm (accounts.yaml stays with slurm_accounts).
+SLURM_FILES = ("slurm.conf", "cgroup.conf", "gres.conf", "topology.conf", "topology.yaml", HEALTH_CONF)
 
 
 @dataclass(frozen=True)
@@ -54,11 +56,13 @@ def block_sizes(cluster: Cluster) -> list[int]:
 
 
 def configless_served(cluster: Cluster) -> list[str]:
-    """The files slurmctld serves to a configless slurmd of this cluster's Slurm release."""
-    served = list(CONFIGLESS_SERVED)
-    if cluster.version >= CONFIGLESS_TOPOLOGY_YAML_SINCE:
-        served.append("topology.yaml")
-    return served
+    """The files of SLURM_FILES that slurmctld serves to a configless slurmd of this release."""
+    served = (
+        [*CONFIGLESS_SERVED, "topology.yaml"]
+        if cluster.version >= CONFIGLESS_TOPOLOGY_YAML_SINCE
+        else CONFIGLESS_SERVED
+    )
+    return [name for name in SLURM_FILES if name in served]
 
 
 def conf_server(cluster: Cluster) -> str:

@@ -27,3 +27,17 @@ def test_a_controller_may_be_the_login_node() -> None:
 
 def test_no_login_nodes_by_default() -> None:
     assert render.classify(load_cluster(MOLECULE_INVENTORIES / "mol"))["login_nodes"] == []
+
+
+def test_configless_lab_gives_nodes_the_controllers_in_order() -> None:
+    lab = render.classify(load_cluster(DEFAULT_INVENTORY))
+    assert lab["configless"] is True
+    assert lab["conf_server"] == "ctl01,ctl02"
+    # What the lab's nodes no longer hold: slurmctld serves it; healthcheck.conf it does not.
+    assert lab["served_files"] == ["slurm.conf", "cgroup.conf", "gres.conf", "topology.conf"]
+
+
+def test_classic_cluster_serves_nothing() -> None:
+    mol = render.classify(load_cluster(MOLECULE_INVENTORIES / "mol"))
+    assert mol["configless"] is False
+    assert mol["served_files"] == []

@@ -68,3 +68,17 @@ def test_restart_regex_reads_the_role_default() -> None:
         "SlurmctldHost=ctl01",
         "NodeName=gpu[01-04] CPUs=2 Gres=gpu:h100:8",
     ]
+
+
+def test_switching_configless_is_a_restart() -> None:
+    """slurmctld sets up configless serving only when it starts (configless_setup, 22.05)."""
+    after = BASE + "SlurmctldParameters=enable_configless\n"
+    assert decide({"slurm.conf": BASE}, {"slurm.conf": after})[1:] == (True, False)
+    assert decide({"slurm.conf": after}, {"slurm.conf": BASE})[1:] == (True, False)
+
+
+def test_a_configless_node_decides_nothing_from_its_own_files() -> None:
+    """It holds no slurm.conf: the controllers' files, which its slurmd runs, decide."""
+    before = {"healthcheck.conf": "[sim]\nnodes = gpu01\n"}
+    after = {"healthcheck.conf": "[sim]\nnodes = gpu01 gpu02\n"}
+    assert decide(before, after) == (["healthcheck.conf"], False, False)

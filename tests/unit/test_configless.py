@@ -71,9 +71,11 @@ def test_nodes_keep_only_what_slurmctld_does_not_serve() -> None:
     kept = sorted(rendered - set(configless_served(lab)) - {"accounts.yaml"})
     # The health check's own file: no Slurm release serves it.
     assert kept == ["healthcheck.conf"]
+    assert configless_served(lab) == ["slurm.conf", "cgroup.conf", "gres.conf", "topology.conf"]
     # Slurm 22.05 serves no script, and topology.yaml not before 25.05.2.
     assert "topology.yaml" not in CONFIGLESS_SERVED
-    assert {"slurm.conf", "gres.conf", "cgroup.conf", "topology.conf"} <= set(CONFIGLESS_SERVED)
+    # Nodes lose only files gpucluster installed: a package's plugstack.conf stays.
+    assert "plugstack.conf" in CONFIGLESS_SERVED and "plugstack.conf" not in configless_served(lab)
 
 
 def test_topology_yaml_is_served_from_25_11(inventories: InventoryFactory) -> None:

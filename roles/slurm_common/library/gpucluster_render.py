@@ -73,6 +73,20 @@ cluster_name:
   description: Slurm ClusterName.
   type: str
   returned: always
+configless:
+  description: cluster.slurm.configless; slurmd fetches the files slurmctld serves.
+  type: bool
+  returned: always
+conf_server:
+  description: slurmd's --conf-server value, the controllers in priority order (used when configless).
+  type: str
+  returned: always
+served_files:
+  description: >-
+    The files slurmctld serves to a configless slurmd of this Slurm release (empty when not
+    configless): nodes that fetch their configuration hold no local copy of them.
+  type: list
+  returned: always
 """
 
 import sys
@@ -86,6 +100,7 @@ def classify(cluster: Any) -> dict[str, Any]:
     hosts bare-metal Slurm owns run slurmd; with none, there is no bare-metal Slurm to install."""
     from gpucluster.modelbase import Owner
     from gpucluster.moves import MOVE_REASON
+    from gpucluster.render.slurm import conf_server, configless_served
 
     slurm = cluster.spec.slurm
     nodes = cluster.hosts_owned_by(Owner.SLURM)
@@ -98,6 +113,9 @@ def classify(cluster: Any) -> dict[str, Any]:
         "login_nodes": list(slurm.login) if nodes else [],
         "state_save_location": slurm.state_dir,
         "leave_reasons": {h: MOVE_REASON.format(target=o) for h, o in sorted(others.items())},
+        "configless": slurm.configless,
+        "conf_server": conf_server(cluster),
+        "served_files": configless_served(cluster) if slurm.configless else [],
     }
 
 
