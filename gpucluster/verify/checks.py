@@ -149,26 +149,40 @@ def check_munge_key(plan: Plan, seen: Observations) -> CheckResult:
 
 
 def check_config(plan: Plan, seen: Observations) -> CheckResult:
-    """Every controller and node holds exactly the files `gpucluster render` makes of the inventory."""
+    """Every controller and node holds exactly the files `gpucluster render` makes of the inventory;
+    a configless node holds the served ones only where its slurmd put what slurmctld sent it."""
     findings = Findings()
     for host in _unreachable(plan, seen, plan.config_hosts, findings):
-        files = seen.hosts[host].config
+        fetching = host in plan.fetching_hosts
         wrong: dict[str, list[str]] = {}
         for name, expected in plan.expected_config.items():
-            actual = files.get(name)
-            if expected is None and actual is not None:
+            actual = seen.hosts[host].config.get(name)
+            if fetching and name in plan.served_config:
+                if actual is not None:
+                    wrong.setdefault("present, but slurmctld serves them (configless)", []).append(name)
+            elif expected is None and actual is not None:
                 wrong.setdefault("present, but the inventory renders none", []).append(name)
             elif expected is not None and actual is None:
                 wrong.setdefault("missing", []).append(name)
             elif expected != actual:
                 wrong.setdefault("differ from the inventory's", []).append(name)
+        for name, expected_digest in plan.served_config.items() if fetching else ():
+            fetched = seen.hosts[host].served.get(name)
+            if fetched is None:
+                wrong.setdefault("not fetched from slurmctld (slurmd without --conf-server?)", []).append(
+                    name
+                )
+            elif fetched != expected_digest:
+                wrong.setdefault(
+                    "fetched, but differ from the inventory's (reconfigure pending?)", []
+                ).append(name)
         for how, names in wrong.items():
             findings.add(f"{host}: {', '.join(names)} {how}", host)
     rendered = [name for name, digest in plan.expected_config.items() if digest is not None]
-    return findings.result(
-        "slurm-config",
-        f"{', '.join(rendered)} as `gpucluster render` makes them, on all {len(plan.config_hosts)} hosts",
-    )
+    detail = f"{', '.join(rendered)} as `gpucluster render` makes them, on all {len(plan.config_hosts)} hosts"
+    if plan.fetching_hosts:
+        detail += f" ({', '.join(plan.served_config)} fetched from slurmctld on {compress(list(plan.fetching_hosts))})"
+    return findings.result("slurm-config", detail)
 
 
 def check_users(plan: Plan, seen: Observations) -> CheckResult:

@@ -41,6 +41,7 @@ class HostSeen:
     versions: str = ""
     munge_key: str | None = None  # sha256 of the key; None when there is no key file
     config: dict[str, str | None] = field(default_factory=dict)  # file -> sha256, None: absent
+    served: dict[str, str | None] = field(default_factory=dict)  # configless: fetched file -> sha256
     passwd: str | None = None  # `getent passwd <declared users>`
     all_reduce_perf: str = ""  # path of nccl-tests' all_reduce_perf on a GPU node, "" if none
 
@@ -94,12 +95,14 @@ def _host(value: Any) -> HostSeen:
     if value.get("unreachable"):
         return HostSeen(unreachable=_str(value["unreachable"]))
     config = value.get("config") or {}
+    served = value.get("served") or {}
     key = value.get("munge_key")
     passwd = value.get("passwd")
     return HostSeen(
         versions=_str(value.get("versions")),
         munge_key=str(key) if key else None,
         config={str(k): (str(v) if v else None) for k, v in config.items()},
+        served={str(k): (str(v) if v else None) for k, v in served.items()},
         passwd=None if passwd is None else str(passwd),
         all_reduce_perf=_str(value.get("all_reduce_perf")).strip(),
     )

@@ -22,6 +22,8 @@ from gpucluster.model import Owner, Partition
 
 MUNGE_KEY = "/etc/munge/munge.key"
 CONFIG_DIR = "/etc/slurm"
+# Where a configless slurmd keeps what slurmctld served it (a link to SlurmdSpoolDir/conf-cache).
+SERVED_DIR = "/run/slurm/conf"
 # slurm_common installs every rendered file and removes its optional files the inventory no longer
 # renders (slurm_common_optional_files, read from the role so the two lists cannot drift apart).
 SLURM_COMMON_DEFAULTS = (
@@ -105,6 +107,10 @@ class Plan:
     controller: str
     hosts: tuple[str, ...]  # every Slurm host: controllers, accounting host, nodes
     config_hosts: tuple[str, ...]  # hosts holding /etc/slurm (controllers and nodes)
+    # Configless: the nodes (not controllers) whose slurmd fetches the served files, which they
+    # must then hold in SERVED_DIR and not in /etc/slurm.
+    fetching_hosts: tuple[str, ...]
+    served_config: dict[str, str]  # served file -> sha256 of the rendered file
     user_hosts: tuple[str, ...]  # hosts where users' uid/gid matter (controllers and nodes)
     gpu_nodes: tuple[str, ...]
     users: tuple[str, ...]
@@ -136,6 +142,9 @@ class Plan:
                 "munge_key": MUNGE_KEY,
                 "config_dir": CONFIG_DIR,
                 "config_files": list(self.expected_config),
+                "fetching_hosts": list(self.fetching_hosts),
+                "served_dir": SERVED_DIR,
+                "served_files": list(self.served_config),
                 "accounting": self.accounting,
                 "all_reduce_perf_paths": list(ALL_REDUCE_PERF_PATHS),
                 "jobs_script": str(REMOTE_SCRIPT),
@@ -176,6 +185,15 @@ def expected_config(cluster: Cluster) -> dict[str, str | None]:
         name: hashlib.sha256(rendered[name].encode()).hexdigest() if name in rendered else None
         for name in names
     }
+
+
+def served_config(cluster: Cluster, expected: dict[str, str | None]) -> dict[str, str]:
+    """The rendered files a configless slurmd fetches from slurmctld (none when not configless)."""
+    from gpucluster.render.slurm import configless_served
+
+    if not cluster.spec.slurm.configless:
+        return {}
+    return {name: digest for name in configless_served(cluster) if (digest := expected.get(name)) is not None}
 
 
 def _tenant_submitter(cluster: Cluster, partition: Partition) -> tuple[str | None, str | None] | str:
@@ -311,15 +329,18 @@ def make_plan(cluster: Cluster, job_name: str | None = None) -> Plan:
     stages += [tuple(jobs) for jobs in (topology, gpus) if jobs]  # leaves and nodes do not overlap
     if isinstance(nccl, Job):
         stages.append((nccl,))
+    expected = expected_config(cluster)
     return Plan(
         cluster=view,
         controller=controllers[0],
         hosts=tuple(hosts),
         config_hosts=tuple(with_config),
+        fetching_hosts=tuple(h for h in nodes if h not in controllers) if slurm.configless else (),
+        served_config=served_config(cluster, expected),
         user_hosts=tuple(with_config),
         gpu_nodes=tuple(gpu_nodes),
         users=tuple(declared_users(cluster)),
-        expected_config=expected_config(cluster),
+        expected_config=expected,
         job_name=name,
         stages=tuple(stages),
         skipped=tuple(skipped),

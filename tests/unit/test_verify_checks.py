@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from gpucluster.layers import load_cluster
 from gpucluster.verify import parse
 from gpucluster.verify.checks import (
     ASSOC_FIELDS,
@@ -31,6 +32,8 @@ from gpucluster.verify.report import as_json, failed
 from tests.conftest import InventoryFactory
 from tests.unit.verify_fixtures import (
     ASSOC_TEXT,
+    CLUSTER,
+    HOSTS,
     JOB_NAME,
     QOS_TEXT,
     TOPOLOGY_TEXT,
@@ -700,3 +703,56 @@ def test_a_host_observed_as_missing_is_unreachable(plan: Plan) -> None:
     seen = read_observations(document, plan.controller)
     assert seen.hosts.get("g2", HostSeen(unreachable="not observed")).unreachable == "not observed"
     assert rows(plan, seen)["munge-key"].names == ("g2",)
+
+
+@pytest.fixture
+def configless_plan(inventories: InventoryFactory) -> Plan:
+    text = CLUSTER.replace(
+        "        controller: [ctl1, ctl2]\n", "        controller: [ctl1, ctl2]\n        configless: true\n"
+    )
+    return make_plan(load_cluster(inventories.make(HOSTS, text, name="small")), job_name=JOB_NAME)
+
+
+def configless_healthy(plan: Plan) -> Observations:
+    """The nodes hold no served file in /etc/slurm; their slurmd fetched every one of them."""
+    seen = healthy(plan)
+    for host in plan.fetching_hosts:
+        config = {
+            name: (None if name in plan.served_config else digest)
+            for name, digest in seen.hosts[host].config.items()
+        }
+        seen = with_host(seen, host, config=config, served=dict(plan.served_config))
+    return seen
+
+
+def test_configless_nodes_fetch_what_controllers_hold(configless_plan: Plan) -> None:
+    plan = configless_plan
+    assert plan.fetching_hosts == ("g1", "g2", "g3", "g4")
+    assert list(plan.served_config) == ["slurm.conf", "cgroup.conf", "gres.conf", "topology.conf"]
+    assert plan.served_config["slurm.conf"] == plan.expected_config["slurm.conf"]
+    row = rows(plan, configless_healthy(plan))["slurm-config"]
+    assert row.status == Status.PASS, row.detail
+    assert "fetched from slurmctld on g[1-4]" in row.detail
+    # The playbook gets where to look and what.
+    extra = plan.playbook_vars(Path("/tmp/out.json"))["gpucluster_verify"]
+    assert (extra["served_dir"], extra["fetching_hosts"]) == ("/run/slurm/conf", ["g1", "g2", "g3", "g4"])
+
+
+def test_configless_node_with_an_old_copy_or_a_stale_fetch_fails(configless_plan: Plan) -> None:
+    plan = configless_plan
+    seen = configless_healthy(plan)
+    config = {**seen.hosts["g2"].config, "slurm.conf": "a" * 64}
+    row = only_failure(plan, with_host(seen, "g2", config=config))
+    assert row.detail == "g2: slurm.conf present, but slurmctld serves them (configless)"
+    served = {**seen.hosts["g3"].served, "gres.conf": "b" * 64, "topology.conf": None}
+    row = only_failure(plan, with_host(seen, "g3", served=served))
+    assert row.names == ("g3",)
+    assert "g3: topology.conf not fetched from slurmctld" in row.detail
+    assert "g3: gres.conf fetched, but differ from the inventory's" in row.detail
+    # Controllers keep every file: the classic expectations hold there.
+    config = {**seen.hosts["ctl1"].config, "slurm.conf": None}
+    assert only_failure(plan, with_host(seen, "ctl1", config=config)).detail == "ctl1: slurm.conf missing"
+
+
+def test_classic_plan_fetches_nothing(plan: Plan) -> None:
+    assert plan.fetching_hosts == () and plan.served_config == {}
