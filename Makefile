@@ -5,15 +5,17 @@ PYTHON ?= python3
 MOLECULE_ROLES ?= munge slurm_common slurm_dbd slurm_controller slurm_compute slurm_health slurm_accounts slurm_login users
 
 .PHONY: molecule
-## molecule: run every role's Molecule scenario (podman, lab image built or reused, needs root)
+## molecule: run every Molecule scenario of every role (podman, lab image built or reused, needs root)
 molecule:
 	@set -e; \
 	image=$$($(PYTHON) -m gpucluster.lab.image); \
 	conf=$$($(PYTHON) -m gpucluster.lab.image --containers-conf); \
 	for role in $(MOLECULE_ROLES); do \
-	  echo "== molecule test: $$role"; \
-	  CONTAINERS_CONF=$$conf podman rm --force --ignore gcmol01 gchealth01 gclogin01 >/dev/null; \
-	  state=$$(mktemp -d); \
-	  (cd roles/$$role && MOLECULE_EPHEMERAL_DIRECTORY=$$state GPUCLUSTER_LAB_IMAGE=$$image CONTAINERS_CONF=$$conf molecule test); \
-	  rm -rf $$state; \
+	  for scenario in $$(cd roles/$$role/molecule && ls -d */ | tr -d /); do \
+	    echo "== molecule test: $$role ($$scenario)"; \
+	    CONTAINERS_CONF=$$conf podman rm --force --ignore gcmol01 gchealth01 gclogin01 gccfgnode gccfgctl >/dev/null; \
+	    state=$$(mktemp -d); \
+	    (cd roles/$$role && MOLECULE_EPHEMERAL_DIRECTORY=$$state GPUCLUSTER_LAB_IMAGE=$$image CONTAINERS_CONF=$$conf molecule test --scenario-name $$scenario); \
+	    rm -rf $$state; \
+	  done; \
 	done

@@ -26,6 +26,9 @@ OURS = [
     "slurm_login",
     "users",
 ]
+# Further scenarios of a role, beside its default one.
+EXTRA_SCENARIOS = [("slurm_compute", "configless")]
+SCENARIOS = [(role, "default") for role in OURS] + EXTRA_SCENARIOS
 
 pytestmark = pytest.mark.molecule
 
@@ -34,20 +37,26 @@ def test_each_slurm_role_has_a_scenario() -> None:
     assert set(OURS) <= set(SCENARIO_ROLES)
 
 
-def remove_leftover_containers(role: str, env: dict[str, str]) -> None:
+def test_each_extra_scenario_exists() -> None:
+    for role, scenario in EXTRA_SCENARIOS:
+        assert (ROLES / role / "molecule" / scenario / "molecule.yml").is_file(), (role, scenario)
+
+
+def remove_leftover_containers(role: str, scenario: str, env: dict[str, str]) -> None:
     """The scenario's containers, if an interrupted run left them: its sequence starts with
     create, not with the (much slower) destroy playbook. Molecule's state of that run is not
     reused either (the test gives each run an empty ephemeral directory): a stale `created: true`
     made create skip and converge fail on a container that no longer existed."""
-    scenario = yaml.safe_load((ROLES / role / "molecule" / "default" / "molecule.yml").read_text())
-    names = [platform["name"] for platform in scenario["platforms"]]
+    config = yaml.safe_load((ROLES / role / "molecule" / scenario / "molecule.yml").read_text())
+    # Last first: a container sharing an earlier one's network namespace must go before it.
+    names = [platform["name"] for platform in reversed(config["platforms"])]
     subprocess.run(
         ["podman", "rm", "--force", "--ignore", "--time=0", *names], env=env, capture_output=True, check=True
     )
 
 
-@pytest.mark.parametrize("role", OURS)
-def test_molecule_scenario(role: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("role", "scenario"), SCENARIOS, ids=[f"{r}-{s}" for r, s in SCENARIOS])
+def test_molecule_scenario(role: str, scenario: str, tmp_path: Path) -> None:
     tag, _ = image.ensure_image(lambda message: None)
     env = {
         **venv_env(podman_env()),
@@ -57,9 +66,9 @@ def test_molecule_scenario(role: str, tmp_path: Path) -> None:
         "NO_COLOR": "1",
     }
     env.pop("PY_COLORS", None)
-    remove_leftover_containers(role, env)
+    remove_leftover_containers(role, scenario, env)
     proc = subprocess.run(
-        [venv_tool("molecule"), "test"],
+        [venv_tool("molecule"), "test", "--scenario-name", scenario],
         cwd=ROLES / role,
         env=env,
         capture_output=True,
