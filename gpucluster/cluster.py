@@ -299,6 +299,7 @@ class _Checker:
                 "controller mounts read/write",
             )
         self.check_login()
+        self.check_node_ssh()
         if slurm.accounting and slurm.accounting.host not in self.inv.hostvars:
             self.fail(
                 ["slurm", "accounting", "host"],
@@ -322,6 +323,33 @@ class _Checker:
                     parts,
                     f"login host `{host}` is a node of cluster.nodes (type "
                     f"`{self.cluster.node_type_of[host]}`): it would run jobs; remove it from its node group",
+                )
+
+    def check_node_ssh(self) -> None:
+        """pam_slurm_adopt puts an ssh session into the job's cgroup: it needs proctrack/cgroup.
+        Admins must be accounts the inventory creates (when it creates any)."""
+        node_ssh = self.spec.slurm.node_ssh
+        if node_ssh is None:
+            return
+        if self.spec.slurm.proctrack != "cgroup":
+            self.fail(
+                ["slurm", "proctrack"],
+                f"slurm.node_ssh needs proctrack `cgroup` (is `{self.spec.slurm.proctrack}`): "
+                "pam_slurm_adopt adopts ssh sessions into the job's cgroup",
+            )
+        if "PrologFlags" in self.spec.slurm.extra:
+            self.fail(
+                ["slurm", "extra", "PrologFlags"],
+                "PrologFlags is set by cluster.slurm.node_ssh (Contain, for pam_slurm_adopt); remove it here",
+            )
+        declared = {user.name for user in self.spec.users}
+        if not declared:
+            return
+        for index, admin in enumerate(node_ssh.admins):
+            if admin != "root" and admin not in declared:
+                self.fail(
+                    ["slurm", "node_ssh", "admins", index],
+                    f"admin `{admin}` is not a user of cluster.users",
                 )
 
     def resolve_partitions(self) -> None:

@@ -303,6 +303,22 @@ class Cgroup(Strict):
     constrain_ram_space: bool = spec("ConstrainRAMSpace.", Update.RESTART, default=True)
 
 
+class NodeSsh(Strict):
+    """sshd on the compute nodes, open to a user only while a job of theirs runs there."""
+
+    admins: list[Annotated[str, Field(pattern=r"^[a-z_][a-z0-9_.-]*$")]] = spec(
+        "Users who may ssh to any compute node without a job (root always may). With cluster.users "
+        "declared, each must be one of them.",
+        Update.RENDER_ONLY,
+        default_factory=list,
+    )
+
+    @field_validator("admins")
+    @classmethod
+    def _admins_unique(cls, value: list[str]) -> list[str]:
+        return _unique(value)
+
+
 # XID codes that peers (DeepOps, Cluster Toolkit, Soperator) treat as fatal: the GPU needs a reset
 # or a replacement.
 DEFAULT_FATAL_XIDS = [46, 48, 62, 63, 64, 79, 110, 119, 120, 136, 140, 143, 155, 156, 158]
@@ -414,6 +430,14 @@ class SlurmSettings(Strict):
         "starting `[health]` and resumed when healthy again; nodes drained for other reasons are "
         "left alone. Omit for none.",
         Update.RECONFIGURE,
+        default=None,
+    )
+    node_ssh: NodeSsh | None = spec(
+        "sshd on every compute node behind pam_slurm_adopt (role slurm_node_ssh): a user gets in only "
+        "while holding a job on that node, and the session joins the job (its cgroup, its end); "
+        "admins always get in. Adds PrologFlags=Contain, so slurmd and slurmctld restart when it is "
+        "turned on or off. Needs proctrack cgroup. Omit to leave the nodes' sshd as it is.",
+        Update.RESTART,
         default=None,
     )
     extra: dict[Annotated[str, Field(pattern=r"^[A-Z][A-Za-z]+$")], str | int] = spec(

@@ -188,6 +188,30 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
         "login host `n03` is a node of cluster.nodes (type `h100`): it would run jobs",
     ),
     (
+        "node ssh without cgroup proctrack",
+        lambda c: c["slurm"].update(node_ssh={}, proctrack="linuxproc", task_plugins=["none"]),
+        "cluster.slurm.proctrack",
+        "slurm.node_ssh needs proctrack `cgroup` (is `linuxproc`)",
+    ),
+    (
+        "node ssh admin not a declared user",
+        lambda c: c["slurm"].update(node_ssh={"admins": ["root", "alice", "mallory"]}),
+        "cluster.slurm.node_ssh.admins[2]",
+        "admin `mallory` is not a user of cluster.users",
+    ),
+    (
+        "node ssh and PrologFlags in extra",
+        lambda c: c["slurm"].update(node_ssh={}, extra={"PrologFlags": "Contain,X11"}),
+        "cluster.slurm.extra.PrologFlags",
+        "PrologFlags is set by cluster.slurm.node_ssh",
+    ),
+    (
+        "node ssh admin twice",
+        lambda c: c["slurm"].update(node_ssh={"admins": ["ops", "ops"]}),
+        "cluster.slurm.node_ssh.admins",
+        "listed more than once: ops",
+    ),
+    (
         "login host twice",
         lambda c: c["slurm"].update(login=["head", "head"]),
         "cluster.slurm.login[1]",
