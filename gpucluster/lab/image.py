@@ -25,7 +25,15 @@ MIRROR = os.environ.get("GPUCLUSTER_LAB_MIRROR", "http://deb.debian.org/debian")
 # Services the roles enable themselves; disabled in the image so a fresh node boots quiet.
 # (ssh: slurm_login enables it on login nodes only; nfs-server and rpcbind: the NFS server role.)
 ROLE_SERVICES = (
-    "munge", "slurmctld", "slurmd", "slurmdbd", "slurmrestd", "mariadb", "ssh", "nfs-server", "rpcbind"
+    "munge",
+    "slurmctld",
+    "slurmd",
+    "slurmdbd",
+    "slurmrestd",
+    "mariadb",
+    "ssh",
+    "nfs-server",
+    "rpcbind",
 )
 # Bump when the build steps below change (the package list is hashed on its own).
 RECIPE_VERSION = "5"

@@ -1,0 +1,13 @@
+"""The `hosts/` folder: what the roles apply to the hosts themselves, beside Slurm's own files:
+the Unix accounts (hosts/users.yaml) and the shared filesystems (hosts/storage.yaml, the exports
+of each NFS server)."""
+
+from __future__ import annotations
+
+from gpucluster.cluster import Cluster
+from gpucluster.render.storage import render_storage
+from gpucluster.render.users import render_users
+
+
+def render_hosts(cluster: Cluster) -> dict[str, str]:
+    return {**render_users(cluster), **render_storage(cluster)}
