@@ -104,19 +104,19 @@ class KubernetesVolume(Strict):
 class CloudFilesystem(Strict):
     """A managed filesystem the cloud stack creates (the inventory's `cloud:` provider)."""
 
-    service: Literal["filestore", "efs"] = spec(
-        "Managed NFS service: GCP Filestore (provider gcp) or AWS EFS (provider aws); it must be the "
-        "`cloud.provider`'s. Elsewhere, point `source` or `kubernetes.claim` at an existing one.",
+    service: Literal["filestore"] = spec(
+        "Managed NFS service the stack creates: GCP Filestore (provider gcp), on the stack's "
+        "network. Elsewhere (AWS EFS/FSx, Azure Files, Nebius), create it outside and point "
+        "`source` or `kubernetes.claim` at it.",
         Update.REBUILD,
     )
     size_gb: Annotated[int, Field(ge=1, le=1_000_000)] | None = spec(
-        "Filestore: capacity in GB (at least 1024 for BASIC_HDD, 2560 for BASIC_SSD; ZONAL and "
-        "REGIONAL from 1024). EFS grows by itself: leave it out.",
+        "Capacity in GB (Filestore: at least 1024; 2560 for BASIC_SSD).",
         Update.REBUILD,
         default=None,
     )
     tier: Literal["BASIC_HDD", "BASIC_SSD", "ZONAL", "REGIONAL"] | None = spec(
-        "Filestore tier. Default: ZONAL. Not for EFS.", Update.REBUILD, default=None
+        "Filestore tier. Default: ZONAL.", Update.REBUILD, default=None
     )
 
 
@@ -177,7 +177,8 @@ class SharedFilesystem(Strict):
     )
     cloud: CloudFilesystem | None = spec(
         "Let the cloud stack create it as a managed service; the stack exports its address and "
-        "share, which `source` (or a claim) then names.",
+        "share (output `filesystems`), which `source` or a PersistentVolume of `kubernetes.claim` "
+        "then names.",
         Update.REBUILD,
         default=None,
     )

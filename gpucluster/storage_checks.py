@@ -73,7 +73,7 @@ def check_backing(checker: _Checker, index: int, fs: SharedFilesystem) -> None:
 
 def check_mount_point(checker: _Checker, index: int, fs: SharedFilesystem, mounts: dict[str, int]) -> None:
     parts: list[str | int] = ["storage", index, "mount"]
-    system = next((d for d in SYSTEM_DIRS if below(fs.mount, d)), None)
+    system = "/" if fs.mount == "/" else next((d for d in SYSTEM_DIRS if below(fs.mount, d)), None)
     if system is not None:
         checker.fail(parts, f"{fs.mount} is a directory of the system ({system}): mount it elsewhere")
         return
@@ -163,6 +163,10 @@ def check_storage(checker: _Checker) -> None:
         if fs.kubernetes is not None and checker.spec.kubernetes is None:
             checker.fail(
                 ["storage", index, "kubernetes"], "needs the `kubernetes:` section (with `kubernetes.slurm`)"
+            )
+        if fs.cloud is not None and checker.spec.cloud is None:
+            checker.fail(
+                ["storage", index, "cloud"], "needs the `cloud:` section (the stack that creates it)"
             )
         checker.cluster.storage_hosts[fs.name] = resolve_hosts(checker, index, fs)
     check_homes(checker)

@@ -52,7 +52,8 @@ def desired_accounts(cluster: Cluster) -> dict[str, Any]:
     ]
     accounts: dict[str, Any] = {"groups": groups, "users": users}
     if spec.storage:
-        accounts["shared_homes"] = shared_homes(cluster, [u["home"] for u in users])
+        homes = [home_directory(u.name, u.home, spec.storage) for u in spec.users]
+        accounts["shared_homes"] = shared_homes(cluster, homes)
     return accounts
 
 
