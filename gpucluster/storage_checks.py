@@ -43,15 +43,16 @@ def default_hosts(checker: _Checker) -> list[str]:
     return [h for h in dict.fromkeys([*named, *nodes]) if h in checker.inv.hostvars]
 
 
-def check_backing(checker: _Checker, index: int, fs: SharedFilesystem) -> None:
+def check_backing(checker: _Checker, index: int, fs: SharedFilesystem, hosts: list[str]) -> None:
+    """One backing for the hosts that mount it (a filesystem only Kubernetes pods mount has its claim)."""
     parts: list[str | int] = ["storage", index]
     given = [key for key, on in (("nfs_server", fs.nfs_server), ("source", fs.source)) if on is not None]
     given += ["site_managed"] if fs.site_managed else []
-    if not given:
+    if not given and (hosts or fs.kubernetes is None):
         checker.fail(
             parts,
-            "say what backs the filesystem: `nfs_server` (an inventory host exports it), `source` + "
-            "`type` (an existing export or parallel filesystem), or `site_managed: true` (already mounted)",
+            "say what backs the filesystem on its hosts: `nfs_server` (an inventory host exports it), "
+            "`source` + `type` (an existing export or parallel filesystem), or `site_managed: true` (already mounted)",
         )
     elif len(given) > 1:
         checker.fail([*parts, given[1]], f"`{given[0]}` and `{given[1]}` both back it: give one")
@@ -158,7 +159,8 @@ def check_storage(checker: _Checker) -> None:
             )
             continue
         names[fs.name] = index
-        check_backing(checker, index, fs)
+        hosts = resolve_hosts(checker, index, fs)
+        check_backing(checker, index, fs, hosts)
         check_mount_point(checker, index, fs, mounts)
         if fs.kubernetes is not None and checker.spec.kubernetes is None:
             checker.fail(
@@ -168,5 +170,5 @@ def check_storage(checker: _Checker) -> None:
             checker.fail(
                 ["storage", index, "cloud"], "needs the `cloud:` section (the stack that creates it)"
             )
-        checker.cluster.storage_hosts[fs.name] = resolve_hosts(checker, index, fs)
+        checker.cluster.storage_hosts[fs.name] = hosts
     check_homes(checker)

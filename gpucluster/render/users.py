@@ -51,9 +51,10 @@ def desired_accounts(cluster: Cluster) -> dict[str, Any]:
         for u in spec.users
     ]
     accounts: dict[str, Any] = {"groups": groups, "users": users}
-    if spec.storage:
-        homes = [home_directory(u.name, u.home, spec.storage) for u in spec.users]
-        accounts["shared_homes"] = shared_homes(cluster, homes)
+    homes = [home_directory(u.name, u.home, spec.storage) for u in spec.users]
+    shared = shared_homes(cluster, homes)
+    if shared:
+        accounts["shared_homes"] = shared
     return accounts
 
 
