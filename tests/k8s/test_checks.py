@@ -209,8 +209,7 @@ OWNER_CASES = [
     (
         "gke-prod",
         {"slurm": None},
-        # Its home's Kubernetes volume would have no Slurm to mount it either (test_storage_volume_*).
-        {"storage": []},
+        {},
         "cluster.nodes[0].owner: slurm-on-kubernetes nodes run only Slurm's slurmd pods, but kubernetes.slurm "
         "(Slinky or Soperator) is not configured",
     ),

@@ -17,6 +17,21 @@ from gpucluster.render import render_files
 from tests.k8s.conftest import rendered, variant_inventory
 
 MOUNT = {"name": "shared-home", "mountPath": "/home"}
+# gke-prod with homes on a claim gpucluster renders (GKE's Filestore CSI driver provisions it).
+HOME = {
+    "name": "home",
+    "mount": "/home",
+    "home": True,
+    "kubernetes": {"storage_class": "enterprise-rwx", "size": "1Ti"},
+}
+
+
+def with_home(cluster: dict[str, Any]) -> None:
+    cluster["storage"] = [dict(HOME)]
+
+
+def gke_with_home(tmp_path: Path) -> dict[str, str]:
+    return render_files(load_cluster(variant_inventory(tmp_path, "gke-prod", with_home)), only=["helm"])
 
 
 def slinky_values(files: dict[str, str]) -> dict[str, Any]:
@@ -24,8 +39,8 @@ def slinky_values(files: dict[str, str]) -> dict[str, Any]:
     return values
 
 
-def test_every_nodeset_and_the_login_pods_mount_the_home() -> None:
-    values = slinky_values(rendered("gke-prod"))
+def test_every_nodeset_and_the_login_pods_mount_the_home(tmp_path: Path) -> None:
+    values = slinky_values(gke_with_home(tmp_path))
     for name, nodeset in values["nodesets"].items():
         assert MOUNT in nodeset["slurmd"]["volumeMounts"], name
         assert {"name": "shared-home", "persistentVolumeClaim": {"claimName": "shared-home"}} in nodeset[
@@ -38,10 +53,9 @@ def test_every_nodeset_and_the_login_pods_mount_the_home() -> None:
     ]
 
 
-def test_the_rendered_claim_is_a_valid_read_write_many_claim() -> None:
-    claims = [
-        o for o in slinky_values(rendered("gke-prod"))["extraObjects"] if o["kind"] == "PersistentVolumeClaim"
-    ]
+def test_the_rendered_claim_is_a_valid_read_write_many_claim(tmp_path: Path) -> None:
+    values = slinky_values(gke_with_home(tmp_path))
+    claims = [o for o in values["extraObjects"] if o["kind"] == "PersistentVolumeClaim"]
     assert [c["metadata"]["name"] for c in claims] == ["shared-home"]
     claim = claims[0]
     assert claim["spec"] == {
@@ -71,6 +85,7 @@ def problems(directory: Path) -> list[str]:
 
 def test_storage_volume_without_slurm_on_kubernetes_is_refused(tmp_path: Path) -> None:
     def no_slurm(cluster: dict[str, Any]) -> None:
+        with_home(cluster)
         cluster["kubernetes"]["slurm"] = None
         cluster["nodes"] = [{**n, "owner": "kubernetes"} for n in cluster["nodes"]]
         cluster["partitions"] = []
@@ -86,6 +101,7 @@ def test_storage_volume_without_slurm_on_kubernetes_is_refused(tmp_path: Path) -
 
 def test_storage_volume_rendered_for_soperator_is_refused(tmp_path: Path) -> None:
     def soperator(cluster: dict[str, Any]) -> None:
+        with_home(cluster)
         cluster["kubernetes"]["slurm"] = {"operator": "soperator"}
         for tenant in cluster["tenants"]:
             tenant.get("gpus", {}).pop("slurm-on-kubernetes", None)
@@ -96,7 +112,24 @@ def test_storage_volume_rendered_for_soperator_is_refused(tmp_path: Path) -> Non
     ), found
 
 
-def test_no_volume_no_change(tmp_path: Path) -> None:
-    directory = variant_inventory(tmp_path, "gke-prod", lambda c: c.pop("storage"))
-    values = slinky_values(render_files(load_cluster(directory), only=["helm"]))
+def test_no_volume_no_change() -> None:
+    values = slinky_values(rendered("gke-prod"))
     assert "extraObjects" not in values and "podSpec" not in values["loginsets"]["login"]
+
+
+def test_soperator_workers_get_the_claim_as_a_jail_submount(tmp_path: Path) -> None:
+    def soperator(cluster: dict[str, Any]) -> None:
+        cluster["storage"] = [{**HOME, "kubernetes": {"claim": "home"}}]
+        cluster["kubernetes"]["slurm"] = {"operator": "soperator"}
+        for tenant in cluster["tenants"]:
+            tenant.get("gpus", {}).pop("slurm-on-kubernetes", None)
+
+    files = render_files(load_cluster(variant_inventory(tmp_path, "gke-prod", soperator)), only=["helm"])
+    for nodeset in yaml.safe_load(files["helm/values/nodesets.yaml"])["nodesets"]:
+        assert nodeset["slurmd"]["volumes"]["jailSubMounts"] == [
+            {
+                "name": "shared-home",
+                "mountPath": "/home",
+                "volumeSource": {"persistentVolumeClaim": {"claimName": "home"}},
+            }
+        ]

@@ -213,8 +213,6 @@ def test_soperator_variant(tmp_path: Path) -> None:
     path = target / "group_vars" / "all" / "cluster.yml"
     data = yaml.safe_load(path.read_text())
     data["cluster"]["kubernetes"]["slurm"] = {"operator": "soperator", "spool_storage_class": "premium-rwo"}
-    # Soperator's charts take no extra objects: the home's claim must exist already.
-    data["cluster"]["storage"][0]["kubernetes"] = {"claim": "home"}
     without_slurm_pod_quotas(data["cluster"])
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     files = render_files(load_cluster(target), only=["helm"])
@@ -232,14 +230,6 @@ def test_soperator_variant(tmp_path: Path) -> None:
         nodesets[0]["slurmd"]["volumes"]["spool"]["volumeClaimTemplateSpec"]["storageClassName"]
         == "premium-rwo"
     )
-    # The shared home as a jail submount of every worker, from the existing claim.
-    assert nodesets[0]["slurmd"]["volumes"]["jailSubMounts"] == [
-        {
-            "name": "shared-home",
-            "mountPath": "/home",
-            "volumeSource": {"persistentVolumeClaim": {"claimName": "home"}},
-        }
-    ]
 
 
 def test_release_table_keys_name_pinned_charts_and_namespaces() -> None:
