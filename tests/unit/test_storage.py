@@ -188,6 +188,12 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
         "cluster.storage[1].kubernetes.size",
         "pattern",
     ),
+    (
+        "a managed filesystem without the cloud section",
+        lambda c: storage(c, 1, cloud={"service": "filestore", "size_gb": 1024}),
+        "cluster.storage[1].cloud",
+        "needs the `cloud:` section",
+    ),
     ("a typo", lambda c: storage(c, 1, mount_point="/x"), "cluster.storage[1].mount_point", "unknown key"),
 ]
 
