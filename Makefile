@@ -2,7 +2,7 @@
 PYTHON ?= python3
 
 # Roles with a Molecule scenario, in dependency order.
-MOLECULE_ROLES ?= munge slurm_common slurm_dbd slurm_controller slurm_compute slurm_health slurm_accounts slurm_login slurm_node_ssh users
+MOLECULE_ROLES ?= munge slurm_common slurm_dbd slurm_controller slurm_compute slurm_health slurm_accounts slurm_login slurm_node_ssh users nfs_server shared_storage
 
 .PHONY: molecule
 ## molecule: run every role's Molecule scenario (podman, lab image built or reused, needs root)

@@ -26,6 +26,7 @@ from gpucluster.model import (
     Owner,
     Tenant,
 )
+from gpucluster.storage_checks import check_storage
 from gpucluster.yamlfile import LoadedYaml
 
 MIN_SLURM = (22, 5)
@@ -58,6 +59,8 @@ class Cluster:
     # The one scheduler of each host, and each tenant's GPU numbers per scheduler.
     owner_of: dict[str, Owner] = field(default_factory=dict)
     tenant_gpus: dict[str, dict[Owner, GpuQuota]] = field(default_factory=dict)
+    # Shared filesystem name -> the hosts that mount it (its NFS server included), in name order.
+    storage_hosts: dict[str, list[str]] = field(default_factory=dict)
     # Set on a view made by owned_by(): every host, partition, switch and quota here is that owner's.
     domain: Owner | None = None
 
@@ -146,6 +149,7 @@ class Cluster:
             blocks={b: kept for b, hosts in self.blocks.items() if (kept := [h for h in hosts if h in keep])},
             block_of={h: b for h, b in self.block_of.items() if h in keep},
             owner_of={h: o for h, o in self.owner_of.items() if h in keep},
+            storage_hosts=self.storage_hosts,
             tenant_gpus={
                 t: {owner: numbers[owner]} for t, numbers in self.tenant_gpus.items() if owner in numbers
             },
@@ -196,6 +200,7 @@ class _Checker:
         self.check_users()
         self.check_tenants()
         self.check_health()
+        check_storage(self)
         return self.cluster
 
     def check_version(self) -> None:

@@ -65,6 +65,7 @@ CORE_RENDERERS: dict[str, str] = {
     "slurm": "gpucluster.render.slurm:render_slurm",
     # hosts/users.yaml: the Unix accounts the users role creates on every Slurm host;
     # hosts/node_ssh.yaml: who may ssh to compute nodes without a job.
+    # hosts/storage.yaml and hosts/nfs-exports/: the shared filesystems and their NFS exports.
     "hosts": "gpucluster.render.hosts:render_hosts",
 }
 

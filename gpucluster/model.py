@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import ConfigDict, Field, field_validator
 
 from gpucluster.modelbase import NAME_RE, SLURM_TIME_RE, Owner, Strict, Update, spec
+from gpucluster.storage import SharedFilesystem, absolute_path
 
 __all__ = ["NAME_RE", "SLURM_TIME_RE", "Owner", "Strict", "Update", "spec"]
 
@@ -521,6 +522,17 @@ class UnixUser(Strict):
         Update.UNIX_ACCOUNTS,
         default_factory=list,
     )
+    home: str | None = spec(
+        "Home directory. Default: `<mount>/<name>` on the cluster.storage filesystem marked "
+        "`home: true`, else /home/<name>. With cluster.storage it must be on one of its filesystems.",
+        Update.UNIX_ACCOUNTS,
+        default=None,
+    )
+
+    @field_validator("home")
+    @classmethod
+    def _home(cls, value: str | None) -> str | None:
+        return None if value is None else absolute_path(value)
 
     @field_validator("groups")
     @classmethod
@@ -576,6 +588,13 @@ class ClusterSpec(Strict):
     )
     tenants: list[Tenant] = spec(
         "Tenants with GPU quotas and fair-share.", Update.ACCOUNTS, default_factory=list
+    )
+    storage: list[SharedFilesystem] = spec(
+        "Shared filesystems (home, scratch, datasets): what backs each, its mount point and the "
+        "hosts that mount it (roles nfs_server and shared_storage), and its volume in Slurm on "
+        "Kubernetes. Omit where nothing is shared.",
+        Update.STORAGE,
+        default_factory=list,
     )
     # Sections of the layers built on this model. The core keeps them opaque: gpucluster.layers
     # validates each present section with its layer's own model and puts the result here.

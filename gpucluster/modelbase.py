@@ -31,6 +31,10 @@ class Update(StrEnum):
     )
     ACCOUNTS = "sacctmgr changes only; no daemon restart"
     UNIX_ACCOUNTS = "Unix users and groups changed by the users role on every host; no daemon action"
+    STORAGE = (
+        "exports and mounts changed by the nfs_server and shared_storage roles on the hosts that serve "
+        "or mount it; a changed mount is remounted (drain its hosts first: jobs lose their files meanwhile)"
+    )
     REBUILD = "cluster rebuild: drain and reinstall the affected hosts"
     KUBERNETES = "objects re-applied to the Kubernetes API; no Slurm action"
     MOVE = (

@@ -25,6 +25,7 @@ SEVERITY = [
     Update.UNIX_ACCOUNTS,
     Update.ACCOUNTS,
     Update.RECONFIGURE,
+    Update.STORAGE,
     Update.RESTART,
     Update.MOVE,
     Update.REBUILD,

@@ -131,7 +131,19 @@ def test_the_rendered_users_file_is_what_the_plan_reads() -> None:
         (2004, "outsider"),
     ]
     for user in plan.users:
-        assert set(user) == {"name", "uid", "group", "groups", "shell", "home", "ssh_authorized_keys"}
+        assert set(user) == {
+            "name",
+            "uid",
+            "group",
+            "groups",
+            "shell",
+            "home",
+            "ssh_authorized_keys",
+            "create_home",
+        }
+    # The lab's homes are on its shared /home: ctl01 creates them, the other lab hosts do not.
+    assert all(u["create_home"] for u in plan.users)
+    assert not any(u["create_home"] for u in accounts.plan(desired, SYSTEM, NOTHING, "gpu02").users)
 
 
 def test_only_accounts_that_differ_from_the_host_reach_the_tasks(tmp_path: Path) -> None:
@@ -165,3 +177,27 @@ def test_only_accounts_that_differ_from_the_host_reach_the_tasks(tmp_path: Path)
     (tmp_path / ".ssh" / "authorized_keys").write_text(f"# managed\n{key}\n")
     assert accounts.keys_in_place({**home, "ssh_authorized_keys": [key]})
     assert not accounts.keys_in_place(home)
+
+
+SHARED = [{"mount": "/home", "created_on": "ctl01", "hosts": ["ctl01", "gpu01"]}]
+
+
+def test_a_shared_home_is_created_once_by_its_creator() -> None:
+    desired = {
+        **DESIRED,
+        "users": [{**u, "home": f"/home/{u['name']}"} for u in DESIRED["users"]],
+        "shared_homes": SHARED,
+    }
+    on_creator = accounts.plan(desired, SYSTEM, NOTHING, "ctl01")
+    on_client = accounts.plan(desired, SYSTEM, NOTHING, "gpu01")
+    # A host that does not mount the shared home keeps a home of its own.
+    elsewhere = accounts.plan(desired, SYSTEM, NOTHING, "dbd01")
+    assert [u["create_home"] for u in on_creator.users] == [True, True]
+    assert [u["create_home"] for u in on_client.users] == [False, False]
+    assert [u["create_home"] for u in elsewhere.users] == [True, True]
+
+
+def test_a_home_outside_the_shared_mount_is_created_everywhere() -> None:
+    assert accounts.creates_home("/local/alice", SHARED, "gpu01")
+    assert accounts.creates_home("/home2/alice", SHARED, "gpu01")
+    assert not accounts.creates_home("/home/alice", SHARED, "gpu01")

@@ -21,7 +21,11 @@ description:
     O(remove_absent).
 options:
   desired:
-    description: Mapping with C(groups) (name, gid) and C(users) (name, uid, group, groups, shell, home, ssh_authorized_keys).
+    description: >-
+      Mapping with C(groups) (name, gid), C(users) (name, uid, group, groups, shell, home,
+      ssh_authorized_keys) and optionally C(shared_homes) (mount, created_on, hosts): a home below
+      such a mount point is created, and its authorized_keys written, only on C(created_on); the
+      other hosts of C(hosts) see it through the shared filesystem.
     type: dict
     required: true
   record:
@@ -49,11 +53,13 @@ groups:
   type: list
   returned: always
 users:
-  description: Managed users the host does not have exactly as desired (uid, primary and supplementary groups, shell, home), in order.
+  description: >-
+    Managed users the host does not have exactly as desired (uid, primary and supplementary groups,
+    shell, home), in order, each with C(create_home): whether this host creates the home.
   type: list
   returned: always
 keys_to_install:
-  description: Managed users whose authorized_keys file does not hold exactly their desired keys.
+  description: Managed users whose home this host creates and whose authorized_keys file does not hold exactly their desired keys.
   type: list
   returned: always
 record_changed:
@@ -106,6 +112,16 @@ class Plan:
     record_after: dict[str, list[str]] = field(default_factory=dict)
 
 
+def creates_home(home: str, shared_homes: list[dict[str, Any]], host: str) -> bool:
+    """Whether this host creates the home: always, unless the home is on a shared filesystem this
+    host mounts and another host is the one that creates homes there (once, for every host)."""
+    for shared in shared_homes:
+        mount = shared["mount"].rstrip("/")
+        if home.startswith(mount + "/") and host in shared.get("hosts", []):
+            return bool(shared["created_on"] == host)
+    return True
+
+
 def plan(
     desired: dict[str, Any],
     existing: dict[str, dict[str, int]],
@@ -130,6 +146,11 @@ def plan(
             if name not in removing:
                 holder.setdefault(number, name)
         managed: list[dict[str, Any]] = []
+        if key == "users":
+            shared = list(desired.get("shared_homes") or [])
+            wanted = [
+                {**item, "create_home": creates_home(item.get("home", ""), shared, host)} for item in wanted
+            ]
         for item in wanted:
             name, number = item["name"], item[id_key]
             found = present.get(name)
@@ -203,7 +224,7 @@ def user_in_place(item: dict[str, Any]) -> bool:
         (entry.pw_uid, entry.pw_gid, entry.pw_shell, entry.pw_dir)
         == (item["uid"], primary, item["shell"], item["home"])
         and member_of == set(item["groups"])
-        and os.path.isdir(item["home"])
+        and (os.path.isdir(item["home"]) or not item.get("create_home", True))
     )
 
 
@@ -251,7 +272,9 @@ def main() -> None:
         changed=False,
         groups=[item for item in result.groups if not group_in_place(item)],
         users=[item for item in result.users if not user_in_place(item)],
-        keys_to_install=[item for item in result.users if not keys_in_place(item)],
+        keys_to_install=[
+            item for item in result.users if item.get("create_home", True) and not keys_in_place(item)
+        ],
         record_changed=result.record_before != record,
         remove_groups=result.remove_groups,
         remove_users=result.remove_users,
