@@ -24,6 +24,7 @@ OURS = [
     "slurm_dbd",
     "slurm_health",
     "slurm_login",
+    "slurm_restd",
     "users",
 ]
 
