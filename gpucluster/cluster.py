@@ -336,7 +336,9 @@ class _Checker:
             return
         parts: list[str | int] = ["slurm", "rest_api"]
         if rest.host not in self.inv.hostvars:
-            self.fail([*parts, "host"], f"REST API host `{rest.host}` is not a host of {self.inv.hosts_file.file}")
+            self.fail(
+                [*parts, "host"], f"REST API host `{rest.host}` is not a host of {self.inv.hosts_file.file}"
+            )
         elif rest.host not in slurm.controller and rest.host not in slurm.login:
             self.fail(
                 [*parts, "host"],
@@ -347,7 +349,10 @@ class _Checker:
         if rest.host in slurm.controller and rest.port == SLURMCTLD_PORT:
             self.fail([*parts, "port"], f"port {rest.port} is slurmctld's (SlurmctldPort) on `{rest.host}`")
         if slurm.accounting and slurm.accounting.host == rest.host and slurm.accounting.port == rest.port:
-            self.fail([*parts, "port"], f"port {rest.port} is slurmdbd's (cluster.slurm.accounting.port) on `{rest.host}`")
+            self.fail(
+                [*parts, "port"],
+                f"port {rest.port} is slurmdbd's (cluster.slurm.accounting.port) on `{rest.host}`",
+            )
         for key in ("AuthAltTypes", "AuthAltParameters"):
             if key in slurm.extra:
                 self.fail(

@@ -41,8 +41,10 @@ def test_slurmrestd_runs_at_boot_as_its_own_unprivileged_user(host):
 
 
 def test_slurmrestd_listens_on_every_ipv4_address_with_jwt_only(host):
-    listeners = host.check_output("ss --listening --tcp --numeric --processes")
-    assert any(f"0.0.0.0:{PORT}" in line and "slurmrestd" in line for line in listeners.splitlines())
+    # The socket's owner (ss shows no process names here: podman exec may not read other /proc).
+    listeners = host.check_output(f"ss --listening --tcp --numeric --extended 'sport = :{PORT}'").splitlines()[1:]
+    assert len(listeners) == 1 and listeners[0].split()[3] == f"0.0.0.0:{PORT}"
+    assert f" uid:{host.user('slurmrestd').uid} " in listeners[0]
     command = host.check_output("ps -o args= -C slurmrestd")
     assert "-a rest_auth/jwt" in command and "rest_auth/local" not in command
     assert "-s openapi/v0.0.38,openapi/dbv0.0.38" in command
