@@ -42,7 +42,9 @@ def test_slurmrestd_runs_at_boot_as_its_own_unprivileged_user(host):
 
 def test_slurmrestd_listens_on_every_ipv4_address_with_jwt_only(host):
     # The socket's owner (ss shows no process names here: podman exec may not read other /proc).
-    listeners = host.check_output(f"ss --listening --tcp --numeric --extended 'sport = :{PORT}'").splitlines()[1:]
+    listeners = host.check_output(
+        f"ss --listening --tcp --numeric --extended 'sport = :{PORT}'"
+    ).splitlines()[1:]
     assert len(listeners) == 1 and listeners[0].split()[3] == f"0.0.0.0:{PORT}"
     assert f" uid:{host.user('slurmrestd').uid} " in listeners[0]
     command = host.check_output("ps -o args= -C slurmrestd")
@@ -90,6 +92,8 @@ def test_a_forged_token_is_refused(host):
     real = token(host)
     head, claims, signature = real.split(".")
     forged = ".".join([head, claims, ("A" if signature[0] != "A" else "B") + signature[1:]])
-    status, body = get(host, "/slurm/v0.0.38/nodes", "X-SLURM-USER-NAME: root", f"X-SLURM-USER-TOKEN: {forged}")
+    status, body = get(
+        host, "/slurm/v0.0.38/nodes", "X-SLURM-USER-NAME: root", f"X-SLURM-USER-TOKEN: {forged}"
+    )
     assert status != 200, body
     assert "gcnode-absent" not in body
