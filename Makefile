@@ -2,7 +2,7 @@
 PYTHON ?= python3
 
 # Roles with a Molecule scenario, in dependency order.
-MOLECULE_ROLES ?= munge slurm_common slurm_dbd slurm_controller slurm_compute slurm_health slurm_accounts slurm_login slurm_node_ssh users nfs_server shared_storage
+MOLECULE_ROLES ?= munge slurm_common slurm_dbd slurm_controller slurm_compute slurm_health slurm_accounts slurm_login slurm_node_ssh slurm_restd users nfs_server shared_storage
 
 .PHONY: molecule
 ## molecule: run every role's Molecule scenario (podman, lab image built or reused, needs root)
@@ -12,7 +12,7 @@ molecule:
 	conf=$$($(PYTHON) -m gpucluster.lab.image --containers-conf); \
 	for role in $(MOLECULE_ROLES); do \
 	  echo "== molecule test: $$role"; \
-	  CONTAINERS_CONF=$$conf podman rm --force --ignore gcmol01 gchealth01 gclogin01 >/dev/null; \
+	  CONTAINERS_CONF=$$conf podman rm --force --ignore gcmol01 gchealth01 gclogin01 gcrest01 >/dev/null; \
 	  state=$$(mktemp -d); \
 	  (cd roles/$$role && MOLECULE_EPHEMERAL_DIRECTORY=$$state GPUCLUSTER_LAB_IMAGE=$$image CONTAINERS_CONF=$$conf molecule test); \
 	  rm -rf $$state; \

@@ -30,6 +30,8 @@ from gpucluster.storage_checks import check_storage
 from gpucluster.yamlfile import LoadedYaml
 
 MIN_SLURM = (22, 5)
+# slurm.conf's SlurmctldPort (templates/slurm/slurm.conf.j2).
+SLURMCTLD_PORT = 6817
 BLOCK_TOPOLOGY_SINCE = (23, 11)
 TOPOLOGY_YAML_SINCE = (25, 5)
 NO_GPUS = GpuQuota()
@@ -310,6 +312,7 @@ class _Checker:
                 ["slurm", "accounting", "host"],
                 f"accounting host `{slurm.accounting.host}` is not a host of {self.inv.hosts_file.file}",
             )
+        self.check_rest_api()
 
     def check_login(self) -> None:
         """Login hosts submit jobs and run none: a node of cluster.nodes would run slurmd there.
@@ -355,6 +358,39 @@ class _Checker:
                 self.fail(
                     ["slurm", "node_ssh", "admins", index],
                     f"admin `{admin}` is not a user of cluster.users",
+                )
+
+    def check_rest_api(self) -> None:
+        """slurmrestd needs slurm.conf and a path to slurmctld: a controller or a login host. Its port
+        must be free there; the keys it renders must not come from `extra` too."""
+        slurm = self.spec.slurm
+        rest = slurm.rest_api
+        if rest is None:
+            return
+        parts: list[str | int] = ["slurm", "rest_api"]
+        if rest.host not in self.inv.hostvars:
+            self.fail(
+                [*parts, "host"], f"REST API host `{rest.host}` is not a host of {self.inv.hosts_file.file}"
+            )
+        elif rest.host not in slurm.controller and rest.host not in slurm.login:
+            self.fail(
+                [*parts, "host"],
+                f"REST API host `{rest.host}` is neither a controller nor a login host "
+                "(cluster.slurm.controller, cluster.slurm.login): slurmrestd runs where the Slurm "
+                "configuration is and no job runs",
+            )
+        if rest.host in slurm.controller and rest.port == SLURMCTLD_PORT:
+            self.fail([*parts, "port"], f"port {rest.port} is slurmctld's (SlurmctldPort) on `{rest.host}`")
+        if slurm.accounting and slurm.accounting.host == rest.host and slurm.accounting.port == rest.port:
+            self.fail(
+                [*parts, "port"],
+                f"port {rest.port} is slurmdbd's (cluster.slurm.accounting.port) on `{rest.host}`",
+            )
+        for key in ("AuthAltTypes", "AuthAltParameters"):
+            if key in slurm.extra:
+                self.fail(
+                    ["slurm", "extra", key],
+                    f"{key} is set by cluster.slurm.rest_api (JWT for slurmrestd); remove it here",
                 )
 
     def resolve_partitions(self) -> None:

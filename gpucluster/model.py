@@ -372,6 +372,24 @@ class HealthSettings(Strict):
         return _unique(values)
 
 
+class RestApi(Strict):
+    """slurmrestd, Slurm's REST API, accepting only JWT tokens (`scontrol token`)."""
+
+    host: str = spec(
+        "Inventory host running slurmrestd (role slurm_restd): a controller or a login host, which "
+        "hold the Slurm configuration and reach slurmctld (a compute node would serve the API with "
+        "the CPUs of jobs). slurmrestd listens on every IPv4 address of this host; clients use "
+        "`http://<host>:<port>/slurm/v0.0.38/...`.",
+        Update.SERVICE,
+    )
+    port: Annotated[int, Field(ge=1024, le=65535)] = spec(
+        "TCP port of slurmrestd: 1024-65535, since it runs as an unprivileged user, and not a port "
+        "another Slurm daemon uses on that host.",
+        Update.SERVICE,
+        default=6820,
+    )
+
+
 # One controller keeps its state on its own disk; Debian's packages use this path.
 DEFAULT_STATE_SAVE_LOCATION = "/var/lib/slurm/slurmctld"
 
@@ -398,6 +416,14 @@ class SlurmSettings(Strict):
         default=None,
     )
     accounting: Accounting | None = spec("slurmdbd accounting; omit for none.", Update.RESTART, default=None)
+    rest_api: RestApi | None = spec(
+        "slurmrestd with JWT authentication: AuthAltTypes=auth/jwt in slurm.conf and slurmdbd.conf, "
+        "with a key made once in StateSaveLocation (jwt_hs256.key, owner slurm, mode 0600); users "
+        "get tokens with `scontrol token`. Turning it on or off restarts slurmctld and slurmdbd. "
+        "Omit for none.",
+        Update.RESTART,
+        default=None,
+    )
     priority: Priority = spec(
         "priority/multifactor weights (used when accounting is configured).",
         Update.RECONFIGURE,

@@ -25,6 +25,9 @@ class Update(StrEnum):
     """What applying a change to a field needs on a live cluster."""
 
     RENDER_ONLY = "files re-rendered; no daemon action"
+    SERVICE = (
+        "the playbook restarts the one service concerned (e.g. slurmrestd); slurmctld and slurmd untouched"
+    )
     RECONFIGURE = "scontrol reconfigure (running jobs unaffected)"
     RESTART = (
         "restart slurmctld and slurmd (running jobs survive; Slurm 22.05 needs this for node list changes)"

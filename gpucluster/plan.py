@@ -21,6 +21,7 @@ from gpucluster.moves import moves
 # Least to most disruptive.
 SEVERITY = [
     Update.RENDER_ONLY,
+    Update.SERVICE,
     Update.KUBERNETES,
     Update.UNIX_ACCOUNTS,
     Update.ACCOUNTS,

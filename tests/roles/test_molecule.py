@@ -27,6 +27,7 @@ OURS = [
     "slurm_health",
     "slurm_login",
     "slurm_node_ssh",
+    "slurm_restd",
     "users",
 ]
 

@@ -68,3 +68,9 @@ def test_restart_regex_reads_the_role_default() -> None:
         "SlurmctldHost=ctl01",
         "NodeName=gpu[01-04] CPUs=2 Gres=gpu:h100:8",
     ]
+
+
+def test_jwt_for_the_rest_api_is_a_restart() -> None:
+    # slurmctld loads its auth plugins and the JWT key only when it starts.
+    after = BASE + "AuthAltTypes=auth/jwt\nAuthAltParameters=jwt_key=/shared/slurmctld/jwt_hs256.key\n"
+    assert decide({"slurm.conf": BASE}, {"slurm.conf": after})[1:] == (True, False)
