@@ -44,6 +44,13 @@ options:
     description: Name of the host in messages (the inventory name).
     type: str
     required: true
+  cluster_keys:
+    description: >-
+      Give each user whose home is on a shared home an SSH key of its own for use inside the cluster
+      (~/.ssh/id_ed25519, made by the role where the home is created) and let that key in: its
+      public half is part of the user's authorized keys, after the inventory's.
+    type: bool
+    default: false
 author: gpucluster
 """
 
@@ -59,7 +66,14 @@ users:
   type: list
   returned: always
 keys_to_install:
-  description: Managed users whose home this host creates and whose authorized_keys file does not hold exactly their desired keys.
+  description: >-
+    Managed users whose home this host creates and whose authorized_keys file does not hold exactly
+    their desired keys (the inventory's, then the cluster key's public half with O(cluster_keys));
+    each with C(cluster_key), whether the user has a cluster key.
+  type: list
+  returned: always
+cluster_keys_to_make:
+  description: Users with a cluster key (see O(cluster_keys)) whose home this host creates and who have none yet.
   type: list
   returned: always
 record_changed:
@@ -110,6 +124,10 @@ class Plan:
     errors: list[str] = field(default_factory=list)
     record_before: dict[str, list[str]] = field(default_factory=dict)
     record_after: dict[str, list[str]] = field(default_factory=dict)
+
+
+def on_shared_home(home: str, shared_homes: list[dict[str, Any]]) -> bool:
+    return any(home.startswith(shared["mount"].rstrip("/") + "/") for shared in shared_homes)
 
 
 def creates_home(home: str, shared_homes: list[dict[str, Any]], host: str) -> bool:
@@ -228,17 +246,31 @@ def user_in_place(item: dict[str, Any]) -> bool:
     )
 
 
-def keys_in_place(item: dict[str, Any]) -> bool:
-    """~/.ssh/authorized_keys holds exactly the desired keys (no file and no keys: in place)."""
-    path = os.path.join(item["home"], ".ssh", "authorized_keys")
+CLUSTER_KEY = os.path.join(".ssh", "id_ed25519")
+
+
+def key_lines(path: str) -> list[str] | None:
+    """The non-comment lines of a key file; [] when it does not exist, None when it cannot be read."""
     try:
         with open(path, encoding="utf-8") as handle:
-            lines = [line.strip() for line in handle if line.strip() and not line.startswith("#")]
+            return [line.strip() for line in handle if line.strip() and not line.startswith("#")]
     except FileNotFoundError:
-        lines = []
+        return []
     except OSError:
-        return False
-    return lines == list(item["ssh_authorized_keys"])
+        return None
+
+
+def keys_in_place(item: dict[str, Any]) -> bool:
+    """~/.ssh/authorized_keys holds exactly the desired keys (no file and no keys: in place): the
+    inventory's, then the public half of the user's cluster key when there is one."""
+    lines = key_lines(os.path.join(item["home"], ".ssh", "authorized_keys"))
+    wanted = list(item["ssh_authorized_keys"])
+    if item.get("cluster_key"):
+        public = key_lines(os.path.join(item["home"], CLUSTER_KEY + ".pub"))
+        if not public:
+            return False
+        wanted += public[:1]
+    return lines == wanted
 
 
 def main() -> None:
@@ -249,6 +281,7 @@ def main() -> None:
             "adopt_existing": {"type": "bool", "default": False},
             "remove_absent": {"type": "bool", "default": False},
             "host": {"type": "str", "required": True},
+            "cluster_keys": {"type": "bool", "default": False},
         },
         supports_check_mode=True,
     )
@@ -267,13 +300,22 @@ def main() -> None:
     )
     if result.errors:
         module.fail_json(msg="; ".join(result.errors), errors=result.errors)
+    shared_homes = list(params["desired"].get("shared_homes") or [])
+    home_here = [
+        {**item, "cluster_key": params["cluster_keys"] and on_shared_home(item["home"], shared_homes)}
+        for item in result.users
+        if item.get("create_home", True)
+    ]
     # Only what differs goes to the role's tasks: a converge with nothing to do costs this one call.
     module.exit_json(
         changed=False,
         groups=[item for item in result.groups if not group_in_place(item)],
         users=[item for item in result.users if not user_in_place(item)],
-        keys_to_install=[
-            item for item in result.users if item.get("create_home", True) and not keys_in_place(item)
+        keys_to_install=[item for item in home_here if not keys_in_place(item)],
+        cluster_keys_to_make=[
+            item
+            for item in home_here
+            if item["cluster_key"] and not os.path.exists(os.path.join(item["home"], CLUSTER_KEY + ".pub"))
         ],
         record_changed=result.record_before != record,
         remove_groups=result.remove_groups,
