@@ -2,7 +2,7 @@
 PYTHON ?= python3
 
 # Roles with a Molecule scenario, in dependency order.
-MOLECULE_ROLES ?= munge slurm_common slurm_dbd slurm_controller slurm_compute slurm_health slurm_accounts slurm_login users
+MOLECULE_ROLES ?= munge slurm_common slurm_dbd slurm_controller slurm_compute slurm_health slurm_accounts slurm_login slurm_node_ssh slurm_restd users nfs_server shared_storage
 
 .PHONY: molecule
 ## molecule: run every Molecule scenario of every role (podman, lab image built or reused, needs root)
@@ -13,7 +13,7 @@ molecule:
 	for role in $(MOLECULE_ROLES); do \
 	  for scenario in $$(cd roles/$$role/molecule && ls -d */ | tr -d /); do \
 	    echo "== molecule test: $$role ($$scenario)"; \
-	    CONTAINERS_CONF=$$conf podman rm --force --ignore gcmol01 gchealth01 gclogin01 gccfgnode gccfgctl >/dev/null; \
+	    CONTAINERS_CONF=$$conf podman rm --force --ignore gcmol01 gchealth01 gclogin01 gcrest01 gcnodessh01 gccfgnode gccfgctl >/dev/null; \
 	    state=$$(mktemp -d); \
 	    (cd roles/$$role && MOLECULE_EPHEMERAL_DIRECTORY=$$state GPUCLUSTER_LAB_IMAGE=$$image CONTAINERS_CONF=$$conf molecule test --scenario-name $$scenario); \
 	    rm -rf $$state; \

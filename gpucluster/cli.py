@@ -117,7 +117,7 @@ def trial(args: argparse.Namespace) -> int:
     except TrialUnavailable as exc:
         err(f"trial not possible here: {exc}")
         return 3
-    for line in result.bad_lines:
+    for line in [*result.notes, *result.bad_lines]:
         err(line)
     topology_ok = result.topology == expected_topology(cluster)
     out(

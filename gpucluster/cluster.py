@@ -26,9 +26,12 @@ from gpucluster.model import (
     Owner,
     Tenant,
 )
+from gpucluster.storage_checks import check_storage
 from gpucluster.yamlfile import LoadedYaml
 
 MIN_SLURM = (22, 5)
+# slurm.conf's SlurmctldPort (templates/slurm/slurm.conf.j2).
+SLURMCTLD_PORT = 6817
 BLOCK_TOPOLOGY_SINCE = (23, 11)
 TOPOLOGY_YAML_SINCE = (25, 5)
 # slurmctld serves topology.yaml to configless slurmds from 25.05.2; the inventory names no patch
@@ -61,6 +64,8 @@ class Cluster:
     # The one scheduler of each host, and each tenant's GPU numbers per scheduler.
     owner_of: dict[str, Owner] = field(default_factory=dict)
     tenant_gpus: dict[str, dict[Owner, GpuQuota]] = field(default_factory=dict)
+    # Shared filesystem name -> the hosts that mount it (its NFS server included), in name order.
+    storage_hosts: dict[str, list[str]] = field(default_factory=dict)
     # Set on a view made by owned_by(): every host, partition, switch and quota here is that owner's.
     domain: Owner | None = None
 
@@ -149,6 +154,7 @@ class Cluster:
             blocks={b: kept for b, hosts in self.blocks.items() if (kept := [h for h in hosts if h in keep])},
             block_of={h: b for h, b in self.block_of.items() if h in keep},
             owner_of={h: o for h, o in self.owner_of.items() if h in keep},
+            storage_hosts=self.storage_hosts,
             tenant_gpus={
                 t: {owner: numbers[owner]} for t, numbers in self.tenant_gpus.items() if owner in numbers
             },
@@ -200,6 +206,7 @@ class _Checker:
         self.check_tenants()
         self.check_health()
         self.check_configless()
+        check_storage(self)
         return self.cluster
 
     def check_version(self) -> None:
@@ -303,11 +310,13 @@ class _Checker:
                 "controller mounts read/write",
             )
         self.check_login()
+        self.check_node_ssh()
         if slurm.accounting and slurm.accounting.host not in self.inv.hostvars:
             self.fail(
                 ["slurm", "accounting", "host"],
                 f"accounting host `{slurm.accounting.host}` is not a host of {self.inv.hosts_file.file}",
             )
+        self.check_rest_api()
 
     def check_login(self) -> None:
         """Login hosts submit jobs and run none: a node of cluster.nodes would run slurmd there.
@@ -326,6 +335,66 @@ class _Checker:
                     parts,
                     f"login host `{host}` is a node of cluster.nodes (type "
                     f"`{self.cluster.node_type_of[host]}`): it would run jobs; remove it from its node group",
+                )
+
+    def check_node_ssh(self) -> None:
+        """pam_slurm_adopt puts an ssh session into the job's cgroup: it needs proctrack/cgroup.
+        Admins must be accounts the inventory creates (when it creates any)."""
+        node_ssh = self.spec.slurm.node_ssh
+        if node_ssh is None:
+            return
+        if self.spec.slurm.proctrack != "cgroup":
+            self.fail(
+                ["slurm", "proctrack"],
+                f"slurm.node_ssh needs proctrack `cgroup` (is `{self.spec.slurm.proctrack}`): "
+                "pam_slurm_adopt adopts ssh sessions into the job's cgroup",
+            )
+        if "PrologFlags" in self.spec.slurm.extra:
+            self.fail(
+                ["slurm", "extra", "PrologFlags"],
+                "PrologFlags is set by cluster.slurm.node_ssh (Contain, for pam_slurm_adopt); remove it here",
+            )
+        declared = {user.name for user in self.spec.users}
+        if not declared:
+            return
+        for index, admin in enumerate(node_ssh.admins):
+            if admin != "root" and admin not in declared:
+                self.fail(
+                    ["slurm", "node_ssh", "admins", index],
+                    f"admin `{admin}` is not a user of cluster.users",
+                )
+
+    def check_rest_api(self) -> None:
+        """slurmrestd needs slurm.conf and a path to slurmctld: a controller or a login host. Its port
+        must be free there; the keys it renders must not come from `extra` too."""
+        slurm = self.spec.slurm
+        rest = slurm.rest_api
+        if rest is None:
+            return
+        parts: list[str | int] = ["slurm", "rest_api"]
+        if rest.host not in self.inv.hostvars:
+            self.fail(
+                [*parts, "host"], f"REST API host `{rest.host}` is not a host of {self.inv.hosts_file.file}"
+            )
+        elif rest.host not in slurm.controller and rest.host not in slurm.login:
+            self.fail(
+                [*parts, "host"],
+                f"REST API host `{rest.host}` is neither a controller nor a login host "
+                "(cluster.slurm.controller, cluster.slurm.login): slurmrestd runs where the Slurm "
+                "configuration is and no job runs",
+            )
+        if rest.host in slurm.controller and rest.port == SLURMCTLD_PORT:
+            self.fail([*parts, "port"], f"port {rest.port} is slurmctld's (SlurmctldPort) on `{rest.host}`")
+        if slurm.accounting and slurm.accounting.host == rest.host and slurm.accounting.port == rest.port:
+            self.fail(
+                [*parts, "port"],
+                f"port {rest.port} is slurmdbd's (cluster.slurm.accounting.port) on `{rest.host}`",
+            )
+        for key in ("AuthAltTypes", "AuthAltParameters"):
+            if key in slurm.extra:
+                self.fail(
+                    ["slurm", "extra", key],
+                    f"{key} is set by cluster.slurm.rest_api (JWT for slurmrestd); remove it here",
                 )
 
     def resolve_partitions(self) -> None:

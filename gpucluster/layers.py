@@ -63,8 +63,10 @@ LAYERS = (
 # Renderers of the core model; each owns a top-level folder of the output tree.
 CORE_RENDERERS: dict[str, str] = {
     "slurm": "gpucluster.render.slurm:render_slurm",
-    # hosts/users.yaml: the Unix accounts the users role creates on every Slurm host.
-    "hosts": "gpucluster.render.users:render_users",
+    # hosts/users.yaml: the Unix accounts the users role creates on every Slurm host;
+    # hosts/node_ssh.yaml: who may ssh to compute nodes without a job.
+    # hosts/storage.yaml and hosts/nfs-exports/: the shared filesystems and their NFS exports.
+    "hosts": "gpucluster.render.hosts:render_hosts",
 }
 
 

@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import ConfigDict, Field, field_validator
 
 from gpucluster.modelbase import NAME_RE, SLURM_TIME_RE, Owner, Strict, Update, spec
+from gpucluster.storage import SharedFilesystem, absolute_path
 
 __all__ = ["NAME_RE", "SLURM_TIME_RE", "Owner", "Strict", "Update", "spec"]
 
@@ -303,6 +304,22 @@ class Cgroup(Strict):
     constrain_ram_space: bool = spec("ConstrainRAMSpace.", Update.RESTART, default=True)
 
 
+class NodeSsh(Strict):
+    """sshd on the compute nodes, open to a user only while a job of theirs runs there."""
+
+    admins: list[Annotated[str, Field(pattern=r"^[a-z_][a-z0-9_.-]*$")]] = spec(
+        "Users who may ssh to any compute node without a job (root always may). With cluster.users "
+        "declared, each must be one of them.",
+        Update.RENDER_ONLY,
+        default_factory=list,
+    )
+
+    @field_validator("admins")
+    @classmethod
+    def _admins_unique(cls, value: list[str]) -> list[str]:
+        return _unique(value)
+
+
 # XID codes that peers (DeepOps, Cluster Toolkit, Soperator) treat as fatal: the GPU needs a reset
 # or a replacement.
 DEFAULT_FATAL_XIDS = [46, 48, 62, 63, 64, 79, 110, 119, 120, 136, 140, 143, 155, 156, 158]
@@ -355,6 +372,24 @@ class HealthSettings(Strict):
         return _unique(values)
 
 
+class RestApi(Strict):
+    """slurmrestd, Slurm's REST API, accepting only JWT tokens (`scontrol token`)."""
+
+    host: str = spec(
+        "Inventory host running slurmrestd (role slurm_restd): a controller or a login host, which "
+        "hold the Slurm configuration and reach slurmctld (a compute node would serve the API with "
+        "the CPUs of jobs). slurmrestd listens on every IPv4 address of this host; clients use "
+        "`http://<host>:<port>/slurm/v0.0.38/...`.",
+        Update.SERVICE,
+    )
+    port: Annotated[int, Field(ge=1024, le=65535)] = spec(
+        "TCP port of slurmrestd: 1024-65535, since it runs as an unprivileged user, and not a port "
+        "another Slurm daemon uses on that host.",
+        Update.SERVICE,
+        default=6820,
+    )
+
+
 # One controller keeps its state on its own disk; Debian's packages use this path.
 DEFAULT_STATE_SAVE_LOCATION = "/var/lib/slurm/slurmctld"
 
@@ -392,6 +427,14 @@ class SlurmSettings(Strict):
         default=None,
     )
     accounting: Accounting | None = spec("slurmdbd accounting; omit for none.", Update.RESTART, default=None)
+    rest_api: RestApi | None = spec(
+        "slurmrestd with JWT authentication: AuthAltTypes=auth/jwt in slurm.conf and slurmdbd.conf, "
+        "with a key made once in StateSaveLocation (jwt_hs256.key, owner slurm, mode 0600); users "
+        "get tokens with `scontrol token`. Turning it on or off restarts slurmctld and slurmdbd. "
+        "Omit for none.",
+        Update.RESTART,
+        default=None,
+    )
     priority: Priority = spec(
         "priority/multifactor weights (used when accounting is configured).",
         Update.RECONFIGURE,
@@ -425,6 +468,14 @@ class SlurmSettings(Strict):
         "starting `[health]` and resumed when healthy again; nodes drained for other reasons are "
         "left alone. Omit for none.",
         Update.RECONFIGURE,
+        default=None,
+    )
+    node_ssh: NodeSsh | None = spec(
+        "sshd on every compute node behind pam_slurm_adopt (role slurm_node_ssh): a user gets in only "
+        "while holding a job on that node, and the session joins the job (its cgroup, its end); "
+        "admins always get in. Adds PrologFlags=Contain, so slurmd and slurmctld restart when it is "
+        "turned on or off. Needs proctrack cgroup. Omit to leave the nodes' sshd as it is.",
+        Update.RESTART,
         default=None,
     )
     extra: dict[Annotated[str, Field(pattern=r"^[A-Z][A-Za-z]+$")], str | int] = spec(
@@ -508,6 +559,17 @@ class UnixUser(Strict):
         Update.UNIX_ACCOUNTS,
         default_factory=list,
     )
+    home: str | None = spec(
+        "Home directory. Default: `<mount>/<name>` on the cluster.storage filesystem marked "
+        "`home: true`, else /home/<name>. With cluster.storage it must be on one of its filesystems.",
+        Update.UNIX_ACCOUNTS,
+        default=None,
+    )
+
+    @field_validator("home")
+    @classmethod
+    def _home(cls, value: str | None) -> str | None:
+        return None if value is None else absolute_path(value)
 
     @field_validator("groups")
     @classmethod
@@ -563,6 +625,13 @@ class ClusterSpec(Strict):
     )
     tenants: list[Tenant] = spec(
         "Tenants with GPU quotas and fair-share.", Update.ACCOUNTS, default_factory=list
+    )
+    storage: list[SharedFilesystem] = spec(
+        "Shared filesystems (home, scratch, datasets): what backs each, its mount point and the "
+        "hosts that mount it (roles nfs_server and shared_storage), and its volume in Slurm on "
+        "Kubernetes. Omit where nothing is shared.",
+        Update.STORAGE,
+        default_factory=list,
     )
     # Sections of the layers built on this model. The core keeps them opaque: gpucluster.layers
     # validates each present section with its layer's own model and puts the result here.

@@ -25,12 +25,19 @@ class Update(StrEnum):
     """What applying a change to a field needs on a live cluster."""
 
     RENDER_ONLY = "files re-rendered; no daemon action"
+    SERVICE = (
+        "the playbook restarts the one service concerned (e.g. slurmrestd); slurmctld and slurmd untouched"
+    )
     RECONFIGURE = "scontrol reconfigure (running jobs unaffected)"
     RESTART = (
         "restart slurmctld and slurmd (running jobs survive; Slurm 22.05 needs this for node list changes)"
     )
     ACCOUNTS = "sacctmgr changes only; no daemon restart"
     UNIX_ACCOUNTS = "Unix users and groups changed by the users role on every host; no daemon action"
+    STORAGE = (
+        "exports and mounts changed by the nfs_server and shared_storage roles on the hosts that serve "
+        "or mount it; a changed mount is remounted (drain its hosts first: jobs lose their files meanwhile)"
+    )
     REBUILD = "cluster rebuild: drain and reinstall the affected hosts"
     KUBERNETES = "objects re-applied to the Kubernetes API; no Slurm action"
     MOVE = (

@@ -21,10 +21,12 @@ from gpucluster.moves import moves
 # Least to most disruptive.
 SEVERITY = [
     Update.RENDER_ONLY,
+    Update.SERVICE,
     Update.KUBERNETES,
     Update.UNIX_ACCOUNTS,
     Update.ACCOUNTS,
     Update.RECONFIGURE,
+    Update.STORAGE,
     Update.RESTART,
     Update.MOVE,
     Update.REBUILD,

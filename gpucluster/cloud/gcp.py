@@ -7,14 +7,18 @@ GKE's own driver. The `nvidia.com/gpu` taint is declared although GKE adds it, s
 
 from __future__ import annotations
 
+from typing import Any
+
 import pulumi
 import pulumi_gcp as gcp
 
 from gpucluster.cloud.config import StackConfig
+from gpucluster.cloud.guardrails import FILESTORE_DEFAULT_TIER
 from gpucluster.cloud.kubeconfig import ExecPlugin, exec_kubeconfig
 from gpucluster.cloud.model import GcpSettings, SystemPool
 from gpucluster.cloud.outputs import Built, output_field
-from gpucluster.cloud.plan import POOL_LABEL, CloudPlan, DriverOwner, PoolPlan
+from gpucluster.cloud.plan import POOL_LABEL, CloudPlan, DriverOwner, PoolPlan, cloud_name
+from gpucluster.storage import SharedFilesystem
 
 GKE_AUTH = ExecPlugin("gke-gcloud-auth-plugin", provide_cluster_info=True)
 
@@ -141,6 +145,50 @@ class GpuNodePool(pulumi.ComponentResource):
         self.register_outputs({"nodePool": pool.name})
 
 
+class Filestore(pulumi.ComponentResource):
+    """A Filestore instance for a cluster.storage entry (`cloud: {service: filestore}`) on the
+    cluster's network, with one share named like the filesystem; `source` is what fstab or a
+    PersistentVolume mounts (`<address>:/<share>`)."""
+
+    def __init__(
+        self,
+        fs: SharedFilesystem,
+        cluster: GkeCluster,
+        plan: CloudPlan,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        name = cloud_name(plan.cluster_name, fs.name)
+        super().__init__("gpucluster:gcp:Filestore", name, None, opts)
+        managed = fs.cloud
+        assert managed is not None and managed.size_gb is not None  # the guardrails saw to it
+        tier = managed.tier or FILESTORE_DEFAULT_TIER
+        # Share names: a letter, then letters, digits and underscores, at most 16 characters.
+        share = fs.name.replace("-", "_")[:16]
+        cloud = plan.cloud
+        self.instance = gcp.filestore.Instance(
+            name,
+            name=name,
+            # REGIONAL instances live in the region, the others in the zone of the GPU pools.
+            location=cloud.region if tier == "REGIONAL" else cloud.zones[0],
+            tier=tier,
+            file_shares=gcp.filestore.InstanceFileSharesArgs(name=share, capacity_gb=managed.size_gb),
+            networks=[gcp.filestore.InstanceNetworkArgs(network=cluster.network.name, modes=["MODE_IPV4"])],
+            deletion_protection_enabled=True,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        self.source = self.instance.networks.apply(lambda networks: f"{filestore_address(networks)}:/{share}")
+        self.register_outputs({"source": self.source})
+
+
+def filestore_address(networks: Any) -> str:
+    """The instance's address once GCP assigned it (unknown in a preview)."""
+    try:
+        addresses = output_field(networks[0], "ip_addresses")
+    except (IndexError, KeyError, TypeError):
+        addresses = None
+    return str(addresses[0]) if addresses else "<address>"
+
+
 def gke_driver_version(owner: DriverOwner, settings: GcpSettings) -> str:
     """GKE driver installation: disabled when the GPU Operator installs the driver."""
     return "INSTALLATION_DISABLED" if owner == "operator" else settings.gpu_driver_version
@@ -156,11 +204,14 @@ def build(plan: CloudPlan, stack: StackConfig) -> Built:
     pools: list[pulumi.Resource] = []
     for pool in plan.pools:
         pools.append(GpuNodePool(pool, cluster, plan, settings, opts=opts))
+    outputs: dict[str, Any] = {"clusterName": cluster.cluster.name, "network": cluster.network.name}
+    if plan.filesystems:
+        # Name -> `<address>:/<share>`: the `source` of the inventory entry, or a PersistentVolume's.
+        outputs["filesystems"] = {
+            fs.name: Filestore(fs, cluster, plan, opts=opts).source for fs in plan.filesystems
+        }
     return Built(
-        outputs={
-            "clusterName": cluster.cluster.name,
-            "network": cluster.network.name,
-        },
+        outputs=outputs,
         kubeconfig=cluster.kubeconfig(),
         node_pools=pools,
     )

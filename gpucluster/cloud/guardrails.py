@@ -34,6 +34,13 @@ def aks_pool_name(pool_name: str, cluster_name: str) -> str:
     return ("g" + text if not text[:1].isalpha() else text)[:12]
 
 
+# Managed filesystem service -> the provider that offers it (what the stacks can create).
+MANAGED_FILESYSTEMS = {"filestore": "gcp"}
+FILESTORE_DEFAULT_TIER = "ZONAL"
+# Smallest instance per Filestore tier, GB (the API refuses less).
+FILESTORE_MIN_GB = {"BASIC_HDD": 1024, "BASIC_SSD": 2560, "ZONAL": 1024, "REGIONAL": 1024}
+
+
 class _Guard:
     def __init__(self, cluster: Cluster, plan: CloudPlan) -> None:
         self.cluster = cluster
@@ -62,7 +69,27 @@ class _Guard:
         self.check_owners()
         self.check_driver()
         self.check_provider()
+        self.check_filesystems()
         return self.problems
+
+    def check_filesystems(self) -> None:
+        """A managed filesystem of the stack's own cloud, with what its service needs."""
+        index_of = {fs.name: i for i, fs in enumerate(self.cluster.spec.storage)}
+        for fs in self.plan.filesystems:
+            managed = fs.cloud
+            assert managed is not None
+            parts: list[str | int] = ["storage", index_of[fs.name], "cloud"]
+            wanted = MANAGED_FILESYSTEMS[managed.service]
+            if wanted != self.cloud.provider:
+                self.fail(
+                    [*parts, "service"],
+                    f"{managed.service} is a service of {wanted}; this stack creates {self.cloud.provider} resources",
+                )
+                continue
+            tier = managed.tier or FILESTORE_DEFAULT_TIER
+            least = FILESTORE_MIN_GB[tier]
+            if managed.size_gb is None or managed.size_gb < least:
+                self.fail([*parts, "size_gb"], f"Filestore {tier} needs size_gb of at least {least}")
 
     def check_owners(self) -> None:
         """A cloud node pool is a Kubernetes node pool: its hosts are owned by kubernetes or

@@ -29,6 +29,7 @@ from gpucluster.k8s.names import (
 )
 from gpucluster.k8s.owners import owner_taint
 from gpucluster.modelbase import Owner
+from gpucluster.storage import SharedFilesystem
 
 if TYPE_CHECKING:  # the cluster module runs the cloud checks; keep this import type-only
     from gpucluster.cluster import Cluster
@@ -95,6 +96,8 @@ class CloudPlan:
     kubernetes_version: str | None
     driver_owner: DriverOwner
     pools: tuple[PoolPlan, ...]
+    # cluster.storage entries the stack creates as a managed service (their `cloud:` sub-key).
+    filesystems: tuple[SharedFilesystem, ...] = ()
 
     @property
     def gpu_pools(self) -> tuple[PoolPlan, ...]:
@@ -245,4 +248,5 @@ def plan_cloud(cluster: Cluster) -> CloudPlan | None:
         kubernetes_version=version,
         driver_owner=driver_owner(cluster),
         pools=tuple(pools),
+        filesystems=tuple(fs for fs in cluster.spec.storage if fs.cloud is not None),
     )

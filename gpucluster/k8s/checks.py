@@ -56,7 +56,28 @@ class _KubernetesChecker:
         self.check_owners()
         self.check_names()
         self.check_topology()
+        self.check_storage()
         return self.problems
+
+    def check_storage(self) -> None:
+        """A filesystem's Kubernetes volume needs Slurm on Kubernetes to mount it; Soperator's charts
+        take no extra objects, so there the claim must exist already."""
+        slurm = self.k8s.slurm
+        for index, fs in enumerate(self.cluster.spec.storage):
+            volume = fs.kubernetes
+            if volume is None:
+                continue
+            parts: list[str | int] = ["storage", index, "kubernetes"]
+            if slurm is None:
+                self.fail_outside(
+                    parts, "no Slurm on Kubernetes (`kubernetes.slurm`) mounts it: omit it or add one"
+                )
+            elif slurm.operator == "soperator" and volume.claim is None:
+                self.fail_outside(
+                    [*parts, "storage_class"],
+                    "Soperator: name an existing claim in its namespace (`claim`); gpucluster renders "
+                    "claims through Slinky's chart only",
+                )
 
     def check_versions(self) -> None:
         k8s = self.k8s

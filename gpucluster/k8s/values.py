@@ -37,6 +37,7 @@ from gpucluster.k8s.owners import (
     pods_view,
     slurm_pods_view,
 )
+from gpucluster.k8s.storage import mount_in_pod, rendered_claims, soperator_jail_submounts
 from gpucluster.model import Owner
 
 Values = dict[str, Any]
@@ -371,6 +372,7 @@ def slinky_slurm_values(cluster: Cluster, k8s: KubernetesSpec) -> Values:
             slinky_health_pod(nodeset["podSpec"], slurmd)
         if claim is not None:
             slinky_gpu_claim_pod(nodeset["podSpec"], slurmd, claim)
+        mount_in_pod(cluster, nodeset["podSpec"], slurmd)
         if slurmd:
             nodeset["slurmd"] = slurmd
         nodesets[group.name] = nodeset
@@ -398,7 +400,15 @@ def slinky_slurm_values(cluster: Cluster, k8s: KubernetesSpec) -> Values:
             "passwordKeyRef": {"name": k8s.slurm.database_password_secret, "key": "password"},
         }
     if k8s.slurm.login_replicas:
-        values["loginsets"] = {"login": {"enabled": True, "replicas": k8s.slurm.login_replicas}}
+        login: Values = {"enabled": True, "replicas": k8s.slurm.login_replicas}
+        podspec: Values = {}
+        container: Values = {}
+        mount_in_pod(cluster, podspec, container)
+        if podspec:
+            login["podSpec"] = podspec
+            login["login"] = container
+        values["loginsets"] = {"login": login}
+    extra_objects += rendered_claims(cluster)
     if extra_objects:
         values["extraObjects"] = extra_objects
     if health:
@@ -481,13 +491,14 @@ def soperator_nodesets_values(cluster: Cluster, k8s: KubernetesSpec) -> Values:
             nodeset["gpu"] = {"enabled": True, "nvidia": {}}
             resources["gpu"] = node_type.gpus.count
         nodeset["tolerations"] = nodeset_tolerations(cluster, k8s, group)
-        nodeset["slurmd"] = {
-            "resources": resources,
-            "volumes": {
-                "spool": {"volumeClaimTemplateSpec": spool},
-                "jail": {"persistentVolumeClaim": {"claimName": k8s.slurm.jail_pvc}},
-            },
+        volumes: Values = {
+            "spool": {"volumeClaimTemplateSpec": spool},
+            "jail": {"persistentVolumeClaim": {"claimName": k8s.slurm.jail_pvc}},
         }
+        submounts = soperator_jail_submounts(cluster)
+        if submounts:
+            volumes["jailSubMounts"] = submounts
+        nodeset["slurmd"] = {"resources": resources, "volumes": volumes}
         nodeset["nodeSelector"] = nodeset_selector(group)
         nodesets.append(nodeset)
     return {"nodesets": nodesets}

@@ -25,10 +25,18 @@ MIRROR = os.environ.get("GPUCLUSTER_LAB_MIRROR", "http://deb.debian.org/debian")
 # Services the roles enable themselves; disabled in the image so a fresh node boots quiet.
 # (ssh: slurm_login enables it on login nodes only; nfs-server and rpcbind: the NFS server role.)
 ROLE_SERVICES = (
-    "munge", "slurmctld", "slurmd", "slurmdbd", "slurmrestd", "mariadb", "ssh", "nfs-server", "rpcbind"
+    "munge",
+    "slurmctld",
+    "slurmd",
+    "slurmdbd",
+    "slurmrestd",
+    "mariadb",
+    "ssh",
+    "nfs-server",
+    "rpcbind",
 )
 # Bump when the build steps below change (the package list is hashed on its own).
-RECIPE_VERSION = "5"
+RECIPE_VERSION = "6"
 
 Progress = Callable[[str], None]
 
@@ -85,6 +93,9 @@ def build_image(tag: str, progress: Progress) -> None:
             # Debian enables socket activation: systemd itself would listen on *:3306 on every lab
             # host, including those that never run MariaDB (the slurm_dbd role turns it off on its own).
             _in_root(rootfs, "systemctl", "disable", "mariadb.socket", "rpcbind.socket")
+            # nfs-common's rpc_pipefs mount fails in a container (and the lab mounts no NFS): without
+            # the mask every node would boot `degraded`.
+            _in_root(rootfs, "systemctl", "mask", "run-rpc_pipefs.mount")
         finally:
             run(["umount", "-l", str(proc)], check=False)
         policy.unlink()

@@ -45,14 +45,30 @@ def gpu_devices(cluster: Cluster, host: str) -> list[str]:
 
 
 def shared_dirs(cluster: Cluster, host: str) -> dict[str, str]:
-    """Host directory -> mount point, standing in for the shared filesystem real sites mount:
-    the controllers' StateSaveLocation when the inventory declares one (a backup controller
-    takes over from the state the primary left there)."""
+    """Host directory -> mount point, standing in for the shared filesystems real sites mount: the
+    controllers' StateSaveLocation when the inventory declares one (a backup controller takes over
+    from the state the primary left there), and each site-managed filesystem of cluster.storage on
+    the hosts that mount it (this kernel has no NFS client: one host directory, bind-mounted into
+    every container, is what an NFS or Lustre mount gives real hosts)."""
     slurm = cluster.spec.slurm
-    if slurm.state_save_location is None or host not in slurm.controller:
-        return {}
-    source = state_dir() / "shared" / slurm.state_save_location.strip("/").replace("/", "_")
-    return {str(source): slurm.state_save_location}
+    shared = state_dir() / "shared"
+    volumes: dict[str, str] = {}
+    if slurm.state_save_location is not None and host in slurm.controller:
+        volumes[str(shared / slurm.state_save_location.strip("/").replace("/", "_"))] = (
+            slurm.state_save_location
+        )
+    for fs in cluster.spec.storage:
+        if fs.site_managed and host in cluster.storage_hosts.get(fs.name, []):
+            volumes[str(shared / "storage" / fs.name)] = fs.mount
+    return volumes
+
+
+def prepare_shared_dir(source: Path, mount: str, cluster: Cluster) -> None:
+    """Create a shared host directory with the mode its filesystem's root has on a real site: the
+    homes' root 0755 (root's), any other (scratch) 1777 like /tmp, so every user can write there."""
+    source.mkdir(parents=True, exist_ok=True)
+    if any(fs.mount == mount and not fs.home for fs in cluster.spec.storage):
+        source.chmod(0o1777)
 
 
 def _lab_cluster(state: LabState | None = None) -> Cluster:
@@ -110,8 +126,8 @@ def up(
         network.ensure_node_network(state, index, host, state.addresses[host], prefix_len)
     for host in hosts:
         volumes = shared_dirs(cluster, host)
-        for source in volumes:
-            Path(source).mkdir(parents=True, exist_ok=True)
+        for source, mount in volumes.items():
+            prepare_shared_dir(Path(source), mount, cluster)
             state.remember("files", str(Path(source).parent))
         created = nodes.start_node(state, host, tag, state.addresses, gpu_devices(cluster, host), volumes)
         progress(f"node {host}: {'started' if created else 'running'} ({state.addresses[host]})")

@@ -11,6 +11,7 @@ from gpucluster.hostlists import compress
 from gpucluster.model import NodeType, Owner
 from gpucluster.render.health import HEALTH_CONF, HEALTH_PROGRAM, bare_metal_health_conf
 from gpucluster.render.templating import header, render_template
+from gpucluster.restapi import controller_key_path
 
 # Topology names in topology.yaml. Slurm on Kubernetes places each dynamic node with its Topology=
 # option, `<topology>:<unit>` (gpucluster.k8s.objects.slinky_topology_spec), which names these.
@@ -116,6 +117,7 @@ def _context(cluster: Cluster) -> dict[str, object]:
         "jobacct_gather": "cgroup" if slurm.proctrack == "cgroup" else "linux",
         "gres_types": ["gpu"] if has_gpus else [],
         "health_program": HEALTH_PROGRAM,
+        "jwt_key": controller_key_path(slurm) if slurm.rest_api else None,
         "slurmctld_parameters": ctld_parameters,
         "extra": extra,
     }

@@ -29,6 +29,11 @@ for dir in /var/lib/slurm /var/log/slurm /run/munge /etc/munge /var/lib/mysql /r
   mount -t tmpfs tmpfs "$dir"
 done
 mkdir -p /var/lib/slurm/slurmctld /var/lib/slurm/slurmd
+# A throwaway JWT key where slurm.conf names one (the REST API; the path is in the private tmpfs).
+jwt_key=$(sed -n 's/^AuthAltParameters=.*jwt_key=\([^,]*\).*/\1/p' /etc/slurm/slurm.conf)
+if [ -n "$jwt_key" ]; then
+  (umask 0177; head -c 32 /dev/urandom >"$jwt_key")
+fi
 chown -R slurm:slurm /var/lib/slurm /var/log/slurm
 chown munge:munge /run/munge /etc/munge /var/log/munge /var/lib/munge
 chmod 0700 /etc/munge

@@ -21,6 +21,7 @@ from gpucluster.cluster import Cluster
 from gpucluster.hostlists import expand
 from gpucluster.model import DEFAULT_STATE_SAVE_LOCATION
 from gpucluster.modelbase import Owner
+from gpucluster.restapi import JWT_KEY_NAME
 
 # Lines of a daemon log that mean the configuration is not accepted as is.
 _BAD_LINE = re.compile(r"\b(fatal|error)\b", re.IGNORECASE)
@@ -44,6 +45,8 @@ class TrialResult:
     topology: dict[str, tuple[frozenset[str], frozenset[str]]] = field(default_factory=dict)
     partitions: str = ""
     nodes: str = ""
+    # What the trial could not try on this machine (the files are not at fault).
+    notes: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -116,11 +119,13 @@ def expected_topology(cluster: Cluster) -> dict[str, tuple[frozenset[str], froze
     return {s.name: (frozenset(s.switches), nodes_below(s.name)) for s in cluster.switches}
 
 
-def _slurmdbd_conf() -> str:
+def _slurmdbd_conf(jwt_key: str | None) -> str:
     # Trial-only slurmdbd: socket-authenticated MariaDB user, no password on disk.
+    jwt = ["AuthAltTypes=auth/jwt", f"AuthAltParameters=jwt_key={jwt_key}"] if jwt_key else []
     return "\n".join(
         [
             "AuthType=auth/munge",
+            *jwt,
             "DbdHost=localhost",
             "SlurmUser=slurm",
             "PidFile=/run/slurmdbd.pid",
@@ -142,6 +147,32 @@ def _private_state_dir(slurm_conf: str) -> str:
     )
 
 
+def jwt_plugin_installed() -> bool:
+    """auth/jwt, which slurm.conf names with cluster.slurm.rest_api (Debian: slurm-wlm-jwt-plugin)."""
+    return any(Path("/usr/lib").glob("*/slurm-wlm/auth_jwt.so")) or any(
+        Path("/usr/lib").glob("slurm*/auth_jwt.so")
+    )
+
+
+JWT_NOT_TRIED = (
+    "trial: auth/jwt (cluster.slurm.rest_api) not tried: the JWT plugin is not installed here "
+    "(Debian: slurm-wlm-jwt-plugin); AuthAltTypes and AuthAltParameters left out"
+)
+
+
+def _jwt(slurm_conf: str) -> tuple[str, str | None, list[str]]:
+    """slurm.conf for the sandbox with the REST API's JWT lines, the key path the sandbox fills
+    with a throwaway key (in its private state directory), and what the trial says about them.
+    Without the plugin on this machine the lines are left out, and the trial says so."""
+    if not re.search(r"^AuthAltTypes=.*auth/jwt", slurm_conf, flags=re.M):
+        return slurm_conf, None, []
+    if not jwt_plugin_installed():
+        return re.sub(r"^AuthAlt(Types|Parameters)=.*\n", "", slurm_conf, flags=re.M), None, [JWT_NOT_TRIED]
+    key = f"{DEFAULT_STATE_SAVE_LOCATION}/{JWT_KEY_NAME}"
+    private = re.sub(r"^AuthAltParameters=.*$", f"AuthAltParameters=jwt_key={key}", slurm_conf, flags=re.M)
+    return private, key, []
+
+
 def _hosts_file(cluster: Cluster) -> str:
     names = set(cluster.hosts) | set(cluster.spec.slurm.controller)
     if cluster.spec.slurm.accounting:
@@ -156,15 +187,17 @@ def run_trial(cluster: Cluster, files: dict[str, str], seconds: int = 3, timeout
         work = Path(tmp)
         conf = work / "conf"
         conf.mkdir()
+        jwt_key: str | None = None
+        notes: list[str] = []
         for rel, content in files.items():
             if rel.startswith("slurm/") and rel.count("/") == 1:
                 if rel == "slurm/slurm.conf":
-                    content = _private_state_dir(content)
+                    content, jwt_key, notes = _jwt(_private_state_dir(content))
                 (conf / rel.split("/", 1)[1]).write_text(content, encoding="utf-8")
         accounting = cluster.spec.slurm.accounting is not None
         if accounting:
             dbd = conf / "slurmdbd.conf"
-            dbd.write_text(_slurmdbd_conf(), encoding="utf-8")
+            dbd.write_text(_slurmdbd_conf(jwt_key), encoding="utf-8")
             dbd.chmod(0o600)
             shutil.chown(dbd, "slurm", "slurm")
         (work / "hosts").write_text(_hosts_file(cluster), encoding="utf-8")
@@ -197,4 +230,5 @@ def run_trial(cluster: Cluster, files: dict[str, str], seconds: int = 3, timeout
             topology=parse_topology(read("topology")),
             partitions=read("partitions"),
             nodes=read("nodes"),
+            notes=notes,
         )

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gpucluster.lab import image, inventory, lab, network
+from gpucluster.lab import image, inventory, lab, network, nodes
 from gpucluster.lab.paths import DEFAULT_INVENTORY, IMAGE_RECIPE_DIR
 from gpucluster.lab.shell import LabError
 from gpucluster.lab.state import LabState
@@ -57,12 +57,31 @@ def test_image_bakes_every_package_the_roles_install() -> None:
                 assert set(value) <= baked, f"{defaults}: {key}"
 
 
-def test_lab_declares_every_tenant_user_and_one_in_no_tenant() -> None:
-    # The users role creates them on every host; the outsider tests need a user with no account.
+def test_lab_declares_every_tenant_user_an_outsider_and_an_admin() -> None:
+    # The users role creates them on every host; the outsider tests need a user with no account,
+    # the node ssh tests an admin in no tenant.
     spec = load_cluster(DEFAULT_INVENTORY).spec
     declared = {user.name for user in spec.users}
     in_tenants = {name for tenant in spec.tenants for name in tenant.users}
-    assert in_tenants < declared and declared - in_tenants == {"outsider"}
+    assert in_tenants < declared and declared - in_tenants == {"outsider", "ops"}
+    assert spec.slurm.node_ssh is not None and spec.slurm.node_ssh.admins == ["ops"]
+
+
+MOUNTINFO = """\
+1060 1059 0:61 / /sys/fs/cgroup ro,nosuid,nodev,noexec,relatime - tmpfs tmpfs ro,size=4096k,mode=755
+1063 1060 0:29 /libpod_parent/libpod-abc /sys/fs/cgroup/memory ro,nosuid,nodev,noexec,relatime - cgroup cgroup rw,memory
+1064 1060 0:30 /libpod_parent/libpod-abc /sys/fs/cgroup/cpu,cpuacct rw,nosuid,nodev,noexec,relatime - cgroup cgroup rw,cpu,cpuacct
+1065 1060 0:31 /libpod_parent/libpod-abc /sys/fs/cgroup/freezer ro,relatime shared:5 - cgroup cgroup rw,freezer
+1066 1060 0:32 / /sys/fs/cgroup/unified ro,nosuid,nodev,noexec,relatime - cgroup2 cgroup2 rw
+1067 1060 0:33 / /sys/fs/cgroup/systemd ro,nosuid,nodev,noexec,relatime - cgroup cgroup rw,name=systemd
+"""
+
+
+def test_only_read_only_cgroup_v1_mounts_are_remounted() -> None:
+    # The mount's own options decide (field 6), not the superblock's after " - "; optional
+    # fields (shared:5) may come before the separator; tmpfs, cgroup2 and the named systemd
+    # hierarchy are left alone.
+    assert nodes.read_only_cgroup_mounts(MOUNTINFO) == ["/sys/fs/cgroup/memory", "/sys/fs/cgroup/freezer"]
 
 
 def test_gpu_devices_come_from_the_inventory() -> None:

@@ -430,3 +430,29 @@ def test_aks_pool_names_must_stay_distinct(tmp_path: Path) -> None:
 
     problems = problems_of(tmp_path, "azure-prod", long_leaf_names)
     assert "both get the AKS name `ndinfiniband`" in only(problems, "cluster.node_types.nd")
+
+
+def test_managed_filesystems_of_another_cloud_or_too_small_are_refused(tmp_path: Path) -> None:
+    def small(cluster: dict[str, Any]) -> None:
+        cluster["storage"][0]["cloud"]["size_gb"] = 100
+
+    found = problems_of(tmp_path, "gcp-prod", small)
+    assert only(found, "cluster.storage[0].cloud.size_gb") == (
+        "cluster.storage[0].cloud.size_gb: Filestore ZONAL needs size_gb of at least 1024"
+    )
+
+    def elsewhere(cluster: dict[str, Any]) -> None:
+        cluster["storage"] = [
+            {
+                "name": "home",
+                "mount": "/home",
+                "home": True,
+                "kubernetes": {"claim": "home"},
+                "cloud": {"service": "filestore", "size_gb": 1024},
+            }
+        ]
+
+    found = problems_of(tmp_path / "aws", "aws-prod", elsewhere)
+    assert only(found, "cluster.storage[0].cloud.service") == (
+        "cluster.storage[0].cloud.service: filestore is a service of gcp; this stack creates aws resources"
+    )

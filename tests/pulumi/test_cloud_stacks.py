@@ -439,3 +439,22 @@ def test_install_kubernetes_without_a_kubernetes_section_stops_first(tmp_path: P
         "stacks/nebius/Pulumi.dev.yaml: gpucluster-nebius:installKubernetes: the inventory nebius-dev"
         in message
     )
+
+
+def test_gcp_prod_creates_the_homes_filestore_and_exports_its_source() -> None:
+    run = run_stack("gcp", "prod")
+    (instance,) = run.of_type("gcp:filestore/instance:Instance")
+    inputs = instance.inputs
+    assert instance.name == inputs["name"] == "gcp-prod-home"
+    assert inputs["tier"] == "ZONAL" and inputs["location"] == "us-central1-a"
+    assert inputs["fileShares"] == {"name": "home", "capacityGb": 1024}
+    # On the cluster's network (its name is computed, so unknown under mocks).
+    assert [n["modes"] for n in inputs["networks"]] == [["MODE_IPV4"]]
+    assert inputs["deletionProtectionEnabled"] is True
+    # Under mocks GCP assigns no address: the source names where it goes.
+    assert run.outputs["filesystems"] == {"home": "<address>:/home"}
+
+
+def test_stacks_without_managed_storage_create_none() -> None:
+    run = run_stack("gcp", "dev")
+    assert run.of_type("gcp:filestore/instance:Instance") == [] and "filesystems" not in run.outputs

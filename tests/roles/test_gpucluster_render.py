@@ -41,3 +41,17 @@ def test_classic_cluster_serves_nothing() -> None:
     mol = render.classify(load_cluster(MOLECULE_INVENTORIES / "mol"))
     assert mol["configless"] is False
     assert mol["served_files"] == []
+
+
+def test_lab_runs_the_rest_api_on_the_first_controller() -> None:
+    groups = render.classify(load_cluster(DEFAULT_INVENTORY))
+    assert groups["restd_hosts"] == ["ctl01"]
+    rest = groups["rest_api"]
+    assert (rest["host"], rest["listen"], rest["key_host"]) == ("ctl01", "0.0.0.0:6820", "ctl01")
+    # slurmdbd runs on ctl02, a controller: the one key in the shared StateSaveLocation serves all.
+    assert rest["key_paths"] == {host: "/shared/slurmctld/jwt_hs256.key" for host in ("ctl01", "ctl02")}
+
+
+def test_no_rest_api_by_default() -> None:
+    groups = render.classify(load_cluster(MOLECULE_INVENTORIES / "mol"))
+    assert groups["restd_hosts"] == [] and groups["rest_api"] is None

@@ -17,6 +17,8 @@ ROLES = Path(__file__).resolve().parents[2] / "roles"
 SCENARIO_ROLES = sorted(p.parents[2].name for p in ROLES.glob("*/molecule/default/molecule.yml"))
 OURS = [
     "munge",
+    "nfs_server",
+    "shared_storage",
     "slurm_accounts",
     "slurm_common",
     "slurm_compute",
@@ -24,6 +26,8 @@ OURS = [
     "slurm_dbd",
     "slurm_health",
     "slurm_login",
+    "slurm_node_ssh",
+    "slurm_restd",
     "users",
 ]
 # Further scenarios of a role, beside its default one.

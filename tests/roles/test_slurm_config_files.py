@@ -82,3 +82,9 @@ def test_a_configless_node_decides_nothing_from_its_own_files() -> None:
     before = {"healthcheck.conf": "[sim]\nnodes = gpu01\n"}
     after = {"healthcheck.conf": "[sim]\nnodes = gpu01 gpu02\n"}
     assert decide(before, after) == (["healthcheck.conf"], False, False)
+
+
+def test_jwt_for_the_rest_api_is_a_restart() -> None:
+    # slurmctld loads its auth plugins and the JWT key only when it starts.
+    after = BASE + "AuthAltTypes=auth/jwt\nAuthAltParameters=jwt_key=/shared/slurmctld/jwt_hs256.key\n"
+    assert decide({"slurm.conf": BASE}, {"slurm.conf": after})[1:] == (True, False)

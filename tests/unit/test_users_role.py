@@ -123,15 +123,28 @@ def test_the_rendered_users_file_is_what_the_plan_reads() -> None:
     text = render_files(load_cluster(INVENTORIES / "lab"), only=["hosts"])["hosts/users.yaml"]
     desired = yaml.safe_load(text)
     plan = accounts.plan(desired, SYSTEM, NOTHING, "ctl01")
-    assert names(plan.users) == ["alice", "bob", "carol", "outsider"]
+    assert names(plan.users) == ["alice", "bob", "carol", "outsider", "ops"]
     assert [(u["uid"], u["group"]) for u in plan.users] == [
         (2001, "alice"),
         (2002, "bob"),
         (2003, "carol"),
         (2004, "outsider"),
+        (2005, "ops"),
     ]
     for user in plan.users:
-        assert set(user) == {"name", "uid", "group", "groups", "shell", "home", "ssh_authorized_keys"}
+        assert set(user) == {
+            "name",
+            "uid",
+            "group",
+            "groups",
+            "shell",
+            "home",
+            "ssh_authorized_keys",
+            "create_home",
+        }
+    # The lab's homes are on its shared /home: ctl01 creates them, the other lab hosts do not.
+    assert all(u["create_home"] for u in plan.users)
+    assert not any(u["create_home"] for u in accounts.plan(desired, SYSTEM, NOTHING, "gpu02").users)
 
 
 def test_only_accounts_that_differ_from_the_host_reach_the_tasks(tmp_path: Path) -> None:
@@ -165,3 +178,50 @@ def test_only_accounts_that_differ_from_the_host_reach_the_tasks(tmp_path: Path)
     (tmp_path / ".ssh" / "authorized_keys").write_text(f"# managed\n{key}\n")
     assert accounts.keys_in_place({**home, "ssh_authorized_keys": [key]})
     assert not accounts.keys_in_place(home)
+
+
+SHARED = [{"mount": "/home", "created_on": "ctl01", "hosts": ["ctl01", "gpu01"]}]
+
+
+def test_a_shared_home_is_created_once_by_its_creator() -> None:
+    desired = {
+        **DESIRED,
+        "users": [{**u, "home": f"/home/{u['name']}"} for u in DESIRED["users"]],
+        "shared_homes": SHARED,
+    }
+    on_creator = accounts.plan(desired, SYSTEM, NOTHING, "ctl01")
+    on_client = accounts.plan(desired, SYSTEM, NOTHING, "gpu01")
+    # A host that does not mount the shared home keeps a home of its own.
+    elsewhere = accounts.plan(desired, SYSTEM, NOTHING, "dbd01")
+    assert [u["create_home"] for u in on_creator.users] == [True, True]
+    assert [u["create_home"] for u in on_client.users] == [False, False]
+    assert [u["create_home"] for u in elsewhere.users] == [True, True]
+
+
+def test_a_home_outside_the_shared_mount_is_created_everywhere() -> None:
+    assert accounts.creates_home("/local/alice", SHARED, "gpu01")
+    assert accounts.creates_home("/home2/alice", SHARED, "gpu01")
+    assert not accounts.creates_home("/home/alice", SHARED, "gpu01")
+
+
+def test_a_cluster_key_is_part_of_the_keys_only_once_made(tmp_path: Path) -> None:
+    key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIG9vZ2xlZ29vZ2xlZ29vZ2xlZ29vZ2xlZ29vZ2xl alice@laptop"
+    cluster = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGNsdXN0ZXJjbHVzdGVyY2x1c3RlcmNsdXN0ZXI alice@cluster"
+    item = {"name": "alice", "home": str(tmp_path), "ssh_authorized_keys": [key], "cluster_key": True}
+    ssh = tmp_path / ".ssh"
+    ssh.mkdir()
+    (ssh / "authorized_keys").write_text(f"{key}\n")
+    # Not made yet: the keys are not in place (the role makes the key, then installs both).
+    assert not accounts.keys_in_place(item)
+    (ssh / "id_ed25519.pub").write_text(f"{cluster}\n")
+    assert not accounts.keys_in_place(item)
+    (ssh / "authorized_keys").write_text(f"{key}\n{cluster}\n")
+    assert accounts.keys_in_place(item)
+    # Without a cluster key the same file holds one key too many.
+    assert not accounts.keys_in_place({**item, "cluster_key": False})
+
+
+def test_only_homes_on_a_shared_home_get_a_cluster_key() -> None:
+    assert accounts.on_shared_home("/home/alice", SHARED)
+    assert not accounts.on_shared_home("/local/alice", SHARED)
+    assert not accounts.on_shared_home("/homework/alice", SHARED)

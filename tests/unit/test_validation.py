@@ -13,6 +13,7 @@ import yaml
 
 from gpucluster.errors import InventoryError
 from gpucluster.layers import load_cluster
+from gpucluster.model import RestApi
 from gpucluster.modelbase import Owner
 from tests.conftest import SMALL_CLUSTER, SMALL_HOSTS, InventoryFactory, run_cli
 
@@ -188,10 +189,70 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
         "login host `n03` is a node of cluster.nodes (type `h100`): it would run jobs",
     ),
     (
+        "node ssh without cgroup proctrack",
+        lambda c: c["slurm"].update(node_ssh={}, proctrack="linuxproc", task_plugins=["none"]),
+        "cluster.slurm.proctrack",
+        "slurm.node_ssh needs proctrack `cgroup` (is `linuxproc`)",
+    ),
+    (
+        "node ssh admin not a declared user",
+        lambda c: c["slurm"].update(node_ssh={"admins": ["root", "alice", "mallory"]}),
+        "cluster.slurm.node_ssh.admins[2]",
+        "admin `mallory` is not a user of cluster.users",
+    ),
+    (
+        "node ssh and PrologFlags in extra",
+        lambda c: c["slurm"].update(node_ssh={}, extra={"PrologFlags": "Contain,X11"}),
+        "cluster.slurm.extra.PrologFlags",
+        "PrologFlags is set by cluster.slurm.node_ssh",
+    ),
+    (
+        "node ssh admin twice",
+        lambda c: c["slurm"].update(node_ssh={"admins": ["ops", "ops"]}),
+        "cluster.slurm.node_ssh.admins",
+        "listed more than once: ops",
+    ),
+    (
         "login host twice",
         lambda c: c["slurm"].update(login=["head", "head"]),
         "cluster.slurm.login[1]",
         "login host `head` is listed twice",
+    ),
+    (
+        "REST API host unknown",
+        lambda c: c["slurm"].update(rest_api={"host": "api9"}),
+        "cluster.slurm.rest_api.host",
+        "REST API host `api9` is not a host",
+    ),
+    (
+        "REST API on a compute node",
+        lambda c: c["slurm"].update(rest_api={"host": "n01"}),
+        "cluster.slurm.rest_api.host",
+        "REST API host `n01` is neither a controller nor a login host",
+    ),
+    (
+        "REST API on a privileged port",
+        lambda c: c["slurm"].update(rest_api={"host": "head", "port": 80}),
+        "cluster.slurm.rest_api.port",
+        "greater than or equal to 1024",
+    ),
+    (
+        "REST API on slurmctld's port",
+        lambda c: c["slurm"].update(rest_api={"host": "head", "port": 6817}),
+        "cluster.slurm.rest_api.port",
+        "port 6817 is slurmctld's (SlurmctldPort) on `head`",
+    ),
+    (
+        "REST API on slurmdbd's port",
+        lambda c: c["slurm"].update(rest_api={"host": "head", "port": 6819}),
+        "cluster.slurm.rest_api.port",
+        "port 6819 is slurmdbd's (cluster.slurm.accounting.port) on `head`",
+    ),
+    (
+        "REST API keys set by hand too",
+        lambda c: c["slurm"].update(rest_api={"host": "head"}, extra={"AuthAltTypes": "auth/jwt"}),
+        "cluster.slurm.extra.AuthAltTypes",
+        "AuthAltTypes is set by cluster.slurm.rest_api",
     ),
     (
         "backup controller without shared state",
@@ -464,6 +525,24 @@ def test_each_problem_names_file_path_and_reason(
     assert any(p.startswith(expected_file) and f": {path}: " in p and message in p for p in found), (
         f"expected {path}: {message} in {found}"
     )
+
+
+def test_rest_api_may_run_on_a_controller_or_a_login_host(inventories: InventoryFactory) -> None:
+    hosts = SMALL_HOSTS.replace(
+        "    all:\n      children:\n",
+        "    all:\n      children:\n        login:\n          hosts:\n            login01:\n",
+    )
+    on_login = write(
+        inventories, lambda c: c["slurm"].update(login=["login01"], rest_api={"host": "login01"}), hosts
+    )
+    assert load_cluster(on_login).spec.slurm.rest_api == RestApi(host="login01", port=6820)
+    # 6817 is slurmctld's only where slurmctld runs.
+    login_6817 = {"host": "login01", "port": 6817}
+    on_login = write(inventories, lambda c: c["slurm"].update(login=["login01"], rest_api=login_6817), hosts)
+    assert load_cluster(on_login).spec.slurm.rest_api == RestApi(host="login01", port=6817)
+    on_head = write(inventories, lambda c: c["slurm"].update(rest_api={"host": "head", "port": 8080}))
+    assert load_cluster(on_head).spec.slurm.rest_api == RestApi(host="head", port=8080)
+    assert load_cluster(write(inventories, lambda c: None)).spec.slurm.rest_api is None
 
 
 def test_login_hosts_may_be_a_controller_or_a_host_of_their_own(inventories: InventoryFactory) -> None:

@@ -61,6 +61,16 @@ login_nodes:
     no slurmd. Empty when bare-metal Slurm has no nodes.
   type: list
   returned: always
+restd_hosts:
+  description: The slurmrestd host (cluster.slurm.rest_api.host); empty when the REST API is off.
+  type: list
+  returned: always
+rest_api:
+  description: >-
+    The REST API as the slurm_restd and slurm_dbd roles need it (host, port, listen address,
+    OpenAPI plugins, the host making the JWT key and each key holder's path); null when off.
+  type: dict
+  returned: always
 state_save_location:
   description: StateSaveLocation as rendered into slurm.conf (created on the controllers).
   type: str
@@ -101,6 +111,7 @@ def classify(cluster: Any) -> dict[str, Any]:
     from gpucluster.modelbase import Owner
     from gpucluster.moves import MOVE_REASON
     from gpucluster.render.slurm import conf_server, configless_served
+    from gpucluster.restapi import rest_api_settings
 
     slurm = cluster.spec.slurm
     nodes = cluster.hosts_owned_by(Owner.SLURM)
@@ -111,6 +122,8 @@ def classify(cluster: Any) -> dict[str, Any]:
         "dbd_hosts": [slurm.accounting.host] if slurm.accounting and nodes else [],
         "compute_nodes": nodes,
         "login_nodes": list(slurm.login) if nodes else [],
+        "restd_hosts": [slurm.rest_api.host] if slurm.rest_api and nodes else [],
+        "rest_api": rest_api_settings(cluster) if nodes else None,
         "state_save_location": slurm.state_dir,
         "leave_reasons": {h: MOVE_REASON.format(target=o) for h, o in sorted(others.items())},
         "configless": slurm.configless,

@@ -21,7 +21,11 @@ description:
     O(remove_absent).
 options:
   desired:
-    description: Mapping with C(groups) (name, gid) and C(users) (name, uid, group, groups, shell, home, ssh_authorized_keys).
+    description: >-
+      Mapping with C(groups) (name, gid), C(users) (name, uid, group, groups, shell, home,
+      ssh_authorized_keys) and optionally C(shared_homes) (mount, created_on, hosts): a home below
+      such a mount point is created, and its authorized_keys written, only on C(created_on); the
+      other hosts of C(hosts) see it through the shared filesystem.
     type: dict
     required: true
   record:
@@ -40,6 +44,13 @@ options:
     description: Name of the host in messages (the inventory name).
     type: str
     required: true
+  cluster_keys:
+    description: >-
+      Give each user whose home is on a shared home an SSH key of its own for use inside the cluster
+      (~/.ssh/id_ed25519, made by the role where the home is created) and let that key in: its
+      public half is part of the user's authorized keys, after the inventory's.
+    type: bool
+    default: false
 author: gpucluster
 """
 
@@ -49,11 +60,20 @@ groups:
   type: list
   returned: always
 users:
-  description: Managed users the host does not have exactly as desired (uid, primary and supplementary groups, shell, home), in order.
+  description: >-
+    Managed users the host does not have exactly as desired (uid, primary and supplementary groups,
+    shell, home), in order, each with C(create_home): whether this host creates the home.
   type: list
   returned: always
 keys_to_install:
-  description: Managed users whose authorized_keys file does not hold exactly their desired keys.
+  description: >-
+    Managed users whose home this host creates and whose authorized_keys file does not hold exactly
+    their desired keys (the inventory's, then the cluster key's public half with O(cluster_keys));
+    each with C(cluster_key), whether the user has a cluster key.
+  type: list
+  returned: always
+cluster_keys_to_make:
+  description: Users with a cluster key (see O(cluster_keys)) whose home this host creates and who have none yet.
   type: list
   returned: always
 record_changed:
@@ -106,6 +126,20 @@ class Plan:
     record_after: dict[str, list[str]] = field(default_factory=dict)
 
 
+def on_shared_home(home: str, shared_homes: list[dict[str, Any]]) -> bool:
+    return any(home.startswith(shared["mount"].rstrip("/") + "/") for shared in shared_homes)
+
+
+def creates_home(home: str, shared_homes: list[dict[str, Any]], host: str) -> bool:
+    """Whether this host creates the home: always, unless the home is on a shared filesystem this
+    host mounts and another host is the one that creates homes there (once, for every host)."""
+    for shared in shared_homes:
+        mount = shared["mount"].rstrip("/")
+        if home.startswith(mount + "/") and host in shared.get("hosts", []):
+            return bool(shared["created_on"] == host)
+    return True
+
+
 def plan(
     desired: dict[str, Any],
     existing: dict[str, dict[str, int]],
@@ -130,6 +164,11 @@ def plan(
             if name not in removing:
                 holder.setdefault(number, name)
         managed: list[dict[str, Any]] = []
+        if key == "users":
+            shared = list(desired.get("shared_homes") or [])
+            wanted = [
+                {**item, "create_home": creates_home(item.get("home", ""), shared, host)} for item in wanted
+            ]
         for item in wanted:
             name, number = item["name"], item[id_key]
             found = present.get(name)
@@ -203,21 +242,35 @@ def user_in_place(item: dict[str, Any]) -> bool:
         (entry.pw_uid, entry.pw_gid, entry.pw_shell, entry.pw_dir)
         == (item["uid"], primary, item["shell"], item["home"])
         and member_of == set(item["groups"])
-        and os.path.isdir(item["home"])
+        and (os.path.isdir(item["home"]) or not item.get("create_home", True))
     )
 
 
-def keys_in_place(item: dict[str, Any]) -> bool:
-    """~/.ssh/authorized_keys holds exactly the desired keys (no file and no keys: in place)."""
-    path = os.path.join(item["home"], ".ssh", "authorized_keys")
+CLUSTER_KEY = os.path.join(".ssh", "id_ed25519")
+
+
+def key_lines(path: str) -> list[str] | None:
+    """The non-comment lines of a key file; [] when it does not exist, None when it cannot be read."""
     try:
         with open(path, encoding="utf-8") as handle:
-            lines = [line.strip() for line in handle if line.strip() and not line.startswith("#")]
+            return [line.strip() for line in handle if line.strip() and not line.startswith("#")]
     except FileNotFoundError:
-        lines = []
+        return []
     except OSError:
-        return False
-    return lines == list(item["ssh_authorized_keys"])
+        return None
+
+
+def keys_in_place(item: dict[str, Any]) -> bool:
+    """~/.ssh/authorized_keys holds exactly the desired keys (no file and no keys: in place): the
+    inventory's, then the public half of the user's cluster key when there is one."""
+    lines = key_lines(os.path.join(item["home"], ".ssh", "authorized_keys"))
+    wanted = list(item["ssh_authorized_keys"])
+    if item.get("cluster_key"):
+        public = key_lines(os.path.join(item["home"], CLUSTER_KEY + ".pub"))
+        if not public:
+            return False
+        wanted += public[:1]
+    return lines == wanted
 
 
 def main() -> None:
@@ -228,6 +281,7 @@ def main() -> None:
             "adopt_existing": {"type": "bool", "default": False},
             "remove_absent": {"type": "bool", "default": False},
             "host": {"type": "str", "required": True},
+            "cluster_keys": {"type": "bool", "default": False},
         },
         supports_check_mode=True,
     )
@@ -246,12 +300,23 @@ def main() -> None:
     )
     if result.errors:
         module.fail_json(msg="; ".join(result.errors), errors=result.errors)
+    shared_homes = list(params["desired"].get("shared_homes") or [])
+    home_here = [
+        {**item, "cluster_key": params["cluster_keys"] and on_shared_home(item["home"], shared_homes)}
+        for item in result.users
+        if item.get("create_home", True)
+    ]
     # Only what differs goes to the role's tasks: a converge with nothing to do costs this one call.
     module.exit_json(
         changed=False,
         groups=[item for item in result.groups if not group_in_place(item)],
         users=[item for item in result.users if not user_in_place(item)],
-        keys_to_install=[item for item in result.users if not keys_in_place(item)],
+        keys_to_install=[item for item in home_here if not keys_in_place(item)],
+        cluster_keys_to_make=[
+            item
+            for item in home_here
+            if item["cluster_key"] and not os.path.exists(os.path.join(item["home"], CLUSTER_KEY + ".pub"))
+        ],
         record_changed=result.record_before != record,
         remove_groups=result.remove_groups,
         remove_users=result.remove_users,

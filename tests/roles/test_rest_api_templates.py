@@ -1,0 +1,83 @@
+"""The REST API's lines in the files the roles template: slurmdbd.conf (slurm_dbd) and the drop-in
+of Debian's slurmrestd unit (slurm_restd)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jinja2
+
+from .conftest import ROLES
+
+KEY = "/shared/slurmctld/jwt_hs256.key"
+
+
+def template(role: str, name: str, **variables: Any) -> str:
+    environment = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(ROLES / role / "templates"),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        keep_trailing_newline=True,
+    )
+    return environment.get_template(name).render(ansible_managed="managed", **variables)
+
+
+def slurmdbd_conf(jwt_key: str) -> str:
+    return template(
+        "slurm_dbd",
+        "slurmdbd.conf.j2",
+        inventory_hostname="ctl02",
+        slurm_dbd_port=6819,
+        slurm_dbd_mysql_loopback=False,
+        slurm_dbd_db_name="slurm_acct_db",
+        slurm_dbd_db_user="slurm",
+        slurm_dbd_db_password="secret",
+        slurm_dbd_purge_after="",
+        slurm_dbd_jwt_key=jwt_key,
+    )
+
+
+def test_slurmdbd_accepts_jwt_with_the_controllers_key() -> None:
+    lines = slurmdbd_conf(KEY).splitlines()
+    assert [line for line in lines if line.startswith("Auth")] == [
+        "AuthType=auth/munge",
+        "AuthAltTypes=auth/jwt",
+        f"AuthAltParameters=jwt_key={KEY}",
+    ]
+
+
+def test_slurmdbd_has_no_jwt_without_the_rest_api() -> None:
+    assert [line for line in slurmdbd_conf("").splitlines() if line.startswith("Auth")] == [
+        "AuthType=auth/munge"
+    ]
+
+
+def dropin(plugins: list[str]) -> list[str]:
+    settings = {"listen": "0.0.0.0:6820", "openapi_plugins": plugins}
+    text = template(
+        "slurm_restd",
+        "slurmrestd.conf.j2",
+        slurm_restd_settings=settings,
+        slurm_restd_user="slurmrestd",
+        slurm_restd_group="slurmrestd",
+        slurm_restd_threads=20,
+    )
+    return [line for line in text.splitlines() if line and not line.startswith("#")]
+
+
+def test_slurmrestd_runs_unprivileged_on_tcp_with_jwt_only() -> None:
+    assert dropin(["openapi/v0.0.38", "openapi/dbv0.0.38"]) == [
+        "[Service]",
+        "User=slurmrestd",
+        "Group=slurmrestd",
+        "NoNewPrivileges=true",
+        # Nothing from /etc/default/slurmrestd, and Debian's socket with rest_auth/local is gone.
+        "EnvironmentFile=",
+        "Environment=SLURM_JWT=daemon",
+        "ExecStart=",
+        "ExecStart=/usr/sbin/slurmrestd -a rest_auth/jwt -s openapi/v0.0.38,openapi/dbv0.0.38 -t 20 0.0.0.0:6820",
+    ]
+
+
+def test_slurmrestd_loads_its_default_plugins_where_none_are_named() -> None:
+    assert dropin([])[-1] == "ExecStart=/usr/sbin/slurmrestd -a rest_auth/jwt -t 20 0.0.0.0:6820"
