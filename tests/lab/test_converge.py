@@ -28,11 +28,20 @@ def test_deployed_files_are_byte_identical_to_gpucluster_render(lab_cluster: Lab
         capture_output=True,
     )
     rendered = sorted(p.name for p in (tmp_path / "slurm").iterdir() if p.name != "accounts.yaml")
-    assert {"slurm.conf", "gres.conf", "cgroup.conf", "topology.conf"} <= set(rendered)
-    for host in [*lab_cluster.cluster.spec.slurm.controller, *lab_cluster.cluster.hosts]:
+    served = {"slurm.conf", "gres.conf", "cgroup.conf", "topology.conf"}
+    assert served <= set(rendered)
+    slurm = lab_cluster.cluster.spec.slurm
+    # The lab runs configless: controllers and the login node hold every file; a node holds only
+    # what slurmctld does not serve, and its slurmd's fetched copies are the rendered bytes.
+    assert slurm.configless
+    for host in [*slurm.controller, *slurm.login, *lab_cluster.cluster.hosts]:
+        node = host in lab_cluster.cluster.hosts
         for name in rendered:
-            deployed = lab_cluster.ok("cat", f"/etc/slurm/{name}", host=host)
-            assert deployed == (tmp_path / "slurm" / name).read_text(), f"{host}:/etc/slurm/{name}"
+            path = f"/run/slurm/conf/{name}" if node and name in served else f"/etc/slurm/{name}"
+            deployed = lab_cluster.ok("cat", path, host=host)
+            assert deployed == (tmp_path / "slurm" / name).read_text(), f"{host}:{path}"
+            if node and name in served:
+                assert lab_cluster.sh("test", "-e", f"/etc/slurm/{name}", host=host).returncode == 1
 
 
 def test_munge_key_is_shared_and_private(lab_cluster: Lab) -> None:
