@@ -14,7 +14,9 @@ def test_sshd_runs_at_boot(host):
 def test_a_user_without_a_job_is_refused_by_pam_slurm_adopt(host):
     result = host.run(f"su - alice -c '{SSH} alice@localhost true'")
     assert result.rc == 255
-    assert "Access denied by pam_slurm_adopt: you have no active jobs on this node" in result.stderr, result.stderr
+    assert "Access denied by pam_slurm_adopt: you have no active jobs on this node" in result.stderr, (
+        result.stderr
+    )
 
 
 def test_an_admin_gets_in_without_a_job(host):
