@@ -21,7 +21,7 @@ import pytest
 
 from gpucluster.cluster import Cluster
 from gpucluster.lab import network, nodes
-from gpucluster.lab.paths import DEFAULT_INVENTORY, podman_env
+from gpucluster.lab.paths import DEFAULT_INVENTORY, podman_env, state_dir
 from gpucluster.lab.state import LabState
 from gpucluster.layers import load_cluster
 from tests.conftest import REPO, SCRUBBED_ENV, readme_commands
@@ -35,6 +35,8 @@ class Lab:
     cluster: Cluster
     # `changed=` of the playbook run that built this lab (None when an existing lab was reused).
     first_changed: int | None
+    # What building it printed: `lab up`'s output and the playbook's full log (None when reused).
+    first_output: str | None = None
 
     def sh(
         self, *command: str, user: str | None = None, host: str | None = None, timeout: float = 120
@@ -96,6 +98,7 @@ def lab_env() -> Iterator[Lab]:
     existing = LabState.load()
     reuse = existing is not None and bool(existing.containers)
     changed = None
+    output = None
     if not reuse:
         proc = run_scrubbed(readme_commands().lab, timeout=LAB_UP_TIMEOUT)
         if proc.returncode != 0:
@@ -106,7 +109,8 @@ def lab_env() -> Iterator[Lab]:
         found = re.search(r"changed=(\d+)", proc.stdout)
         assert found, proc.stdout
         changed = int(found.group(1))
-    env = Lab(load_cluster(DEFAULT_INVENTORY), changed)
+        output = proc.stdout + proc.stderr + (state_dir() / "ansible.log").read_text(encoding="utf-8")
+    env = Lab(load_cluster(DEFAULT_INVENTORY), changed, output)
     yield env
     if not reuse:
         proc = run_scrubbed(".venv/bin/gpucluster lab down", timeout=300)

@@ -53,6 +53,30 @@ def test_munge_key_is_shared_and_private(lab_cluster: Lab) -> None:
     assert len(sums) == 1
 
 
+def test_no_secret_reaches_the_output_of_building_the_lab(lab_cluster: Lab) -> None:
+    """The run that makes and copies the munge key, the JWT key and the database password: none of
+    them (as text or base64, whole or their first 16 characters) in `lab up`'s output or the
+    playbook's log."""
+    if lab_cluster.first_output is None:
+        pytest.skip("the lab was up before this session: its build output is not at hand")
+    slurm = lab_cluster.cluster.spec.slurm
+    assert slurm.accounting and slurm.rest_api
+    secrets = {
+        "munge key": lab_cluster.ok("base64", "-w0", "/etc/munge/munge.key", host=slurm.controller[0]),
+        "JWT key": lab_cluster.ok(
+            "base64", "-w0", f"{slurm.state_dir}/jwt_hs256.key", host=slurm.controller[0]
+        ),
+        "database password": lab_cluster.ok(
+            "sed", "-n", "s/^StoragePass=//p", "/etc/slurm/slurmdbd.conf", host=slurm.accounting.host
+        ),
+    }
+    for what, secret in secrets.items():
+        secret = secret.strip()
+        assert len(secret) >= 16, what
+        for form in (secret, secret[:16]):
+            assert form not in lab_cluster.first_output, f"the {what} appears in the output"
+
+
 def test_mariadb_is_not_on_the_network(lab_cluster: Lab) -> None:
     # On no host: neither mariadbd nor systemd's socket activation listens on TCP.
     for host in lab_cluster.cluster.inventory.hostvars:
