@@ -116,7 +116,9 @@ def test_partition_change_is_applied_by_reconfigure(lab_cluster: Lab) -> None:
 def test_dead_slurmd_goes_down_and_the_playbook_brings_it_back(lab_cluster: Lab) -> None:
     # Also undoes the edit of the test above: converge() rewrites the lab inventory.
     victim = lab_cluster.cluster.hosts[-1]
-    lab_cluster.ok("systemctl", "kill", "--signal=KILL", "slurmd", host=victim)
+    # Stopped cleanly (SIGTERM to slurmd itself, as `kill` or `pkill` would): systemd restarts a
+    # configless slurmd that fails or is killed by SIGKILL (Restart=on-failure), not this one.
+    lab_cluster.ok("systemctl", "kill", "--kill-whom=main", "--signal=TERM", "slurmd", host=victim)
     lab_cluster.wait(lambda: lab_cluster.node_states()[victim].startswith("down"), 90, f"{victim} to go down")
     run = lab.converge(progress=lambda message: None)
     assert run.changed[victim] >= 1  # slurmd started again

@@ -233,6 +233,11 @@ def test_cloud_pool_hosts_must_not_be_owned_by_bare_metal_slurm(tmp_path: Path) 
         cluster["partitions"].append({"name": "metal", "nodes": ["gpu_block2"]})
         cluster["tenants"] = []
         cluster["kubernetes"]["kueue"] = {"enabled": False}  # no Kubernetes-owned nodes left for it
+        # Its Filestore home has no backing for bare-metal hosts yet (`source` comes after `pulumi
+        # up`): another problem, not this test's.
+        cluster.pop("storage", None)
+        for user in cluster.get("users", []):
+            user.pop("home", None)
 
     broken = inventory_copy(tmp_path, "gcp-prod", bare_metal_block)
     with pytest.raises(InventoryError) as caught:
