@@ -4,7 +4,9 @@ Prints, for `render inventories/superpod` (a Kubernetes layer, no cloud layer) a
 inventories/lab` (core only): the best wall and CPU seconds of N runs, the import cost of the big
 pieces (from `python -X importtime`), which layers the process loaded, and two floors for
 comparison: the bare interpreter, and the interpreter importing pydantic (which every command
-that reads an inventory needs).
+that reads an inventory needs). The floors end as any Python process does, tearing the interpreter
+down; the `gpucluster` program ends a short command with os._exit once its output is flushed
+(gpucluster/cli.py), so a command can take less than the pydantic floor.
 
 Each command runs once untimed first, as a user's second run would find things: Python's bytecode
 of the package written (even under PYTHONDONTWRITEBYTECODE) and the compiled templates cached (in a

@@ -13,6 +13,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 from gpucluster.console import err, out
@@ -269,7 +270,29 @@ def run(argv: Sequence[str]) -> int:
     return code
 
 
-def main(argv: Sequence[str] | None = None) -> None:
+def _no_plugins() -> tuple[()]:
+    return ()
+
+
+def skip_plugin_discovery() -> None:
+    """With PYDANTIC_DISABLE_PLUGINS set to disable them all, stand in for pydantic's plugin
+    loader with one that finds none, as pydantic's own then does.
+
+    Why: pydantic imports its loader when it builds its first validator, and the loader imports
+    importlib.metadata (with the email package it parses metadata with) at the top, even when the
+    variable tells it to look for nothing: about a tenth of a short command's time.
+    tests/unit/test_command_line.py checks that pydantic's loader still answers the same.
+    """
+    if os.environ.get("PYDANTIC_DISABLE_PLUGINS") not in ("__all__", "1", "true"):
+        return
+    if "pydantic.plugin._loader" in sys.modules:
+        return
+    loader = ModuleType("pydantic.plugin._loader")
+    loader.get_plugins = _no_plugins  # type: ignore[attr-defined]
+    sys.modules["pydantic.plugin._loader"] = loader
+
+
+def main(argv: Sequence[str] | None = None, *, exit_at_once: bool = False) -> None:
     # Most commands are one short process whose objects mostly live until it exits: the cyclic
     # collector would only rescan them while the modules and models are built (load_cluster
     # pauses it for the same reason). run() turns it back on for LONG_RUNNING commands.
@@ -277,8 +300,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     # pydantic looks up its plugins (every installed package's entry points) when it builds the
     # first validator; this command line has no use for them.
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    skip_plugin_discovery()
+    args = sys.argv[1:] if argv is None else list(argv)
     try:
-        code = run(sys.argv[1:] if argv is None else argv)
+        code = run(args)
     except InventoryError as exc:
         for problem in exc.problems:
             err(str(problem))
@@ -293,7 +318,18 @@ def main(argv: Sequence[str] | None = None) -> None:
         err(f"error: {type(exc).__name__}: {exc} (set GPUCLUSTER_DEBUG=1 for a traceback)")
         code = 1
     sys.stdout.flush()
+    sys.stderr.flush()
+    if exit_at_once and args[:1] not in LONG_RUNNING:
+        # Tearing the interpreter down (freeing every module, model and validator one at a time)
+        # costs a short command a tenth of its time, and leaves nothing to do: files are written
+        # and renamed, the output is flushed, no child runs. Long-running commands exit normally.
+        os._exit(code)
     sys.exit(code)
+
+
+def console() -> None:
+    """The `gpucluster` program (main() as a process of its own, which it may end at once)."""
+    main(exit_at_once=True)
 
 
 if __name__ == "__main__":

@@ -37,7 +37,9 @@ TOPOLOGY_YAML_SINCE = (25, 5)
 # slurmctld serves topology.yaml to configless slurmds from 25.05.2; the inventory names no patch
 # release, so the first release whose every version does.
 CONFIGLESS_TOPOLOGY_YAML_SINCE = (25, 11)
-NO_GPUS = GpuQuota()
+# Built without validating: validating it would build GpuQuota's validator at import time, which
+# every command pays for (the models' validators are built on first use).
+NO_GPUS = GpuQuota.model_construct()
 
 
 @dataclass(frozen=True)

@@ -14,19 +14,32 @@ import pytest
 
 from benchmarks.cli_startup import MODULES_AT_EXIT
 from gpucluster.cli import build_parser
+from gpucluster.render.files import MANIFEST
 from tests.conftest import REPO, run_cli
 
-NEVER_ON_RENDER = ("typer", "click", "rich", "gpucluster.cloud", "pulumi", "gpucluster.lab")
+# importlib.metadata: pydantic's plugin loader would import it (see cli.skip_plugin_discovery).
+NEVER_ON_RENDER = (
+    "typer",
+    "click",
+    "rich",
+    "gpucluster.cloud",
+    "pulumi",
+    "gpucluster.lab",
+    "importlib.metadata",
+)
+PROGRAM = Path(sys.executable).parent / "gpucluster"
 
 
-def modules_of(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], set[str]]:
+def modules_of(
+    tmp_path: Path, *args: str, env: dict[str, str] | None = None
+) -> tuple[subprocess.CompletedProcess[str], set[str]]:
     modules_file = tmp_path / "modules.json"
     proc = subprocess.run(
         [sys.executable, "-c", MODULES_AT_EXIT, str(modules_file), *args],
         capture_output=True,
         text=True,
         cwd=REPO,
-        env={**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")},
+        env={**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), **(env or {})},
         check=False,
     )
     return proc, set(json.loads(modules_file.read_text()))
@@ -52,6 +65,58 @@ def test_validate_of_a_core_inventory_loads_no_layer(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     for package in (*NEVER_ON_RENDER, "gpucluster.k8s", "jinja2"):
         assert not loaded(modules, package), loaded(modules, package)
+
+
+def test_pydantic_plugins_are_looked_for_when_the_user_enables_them(tmp_path: Path) -> None:
+    """The stand-in loader is only used when PYDANTIC_DISABLE_PLUGINS disables every plugin (the
+    command line's default); a user who clears the variable gets pydantic's own loader."""
+    proc, modules = modules_of(tmp_path, "validate", "inventories/lab", env={"PYDANTIC_DISABLE_PLUGINS": ""})
+    assert proc.returncode == 0, proc.stderr
+    assert "importlib.metadata" in modules
+
+
+def test_pydantic_own_loader_finds_no_plugin_when_they_are_disabled(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What cli.skip_plugin_discovery stands in for: pydantic's get_plugins, which with the
+    variable set returns no plugin (if pydantic renamed or moved it, this fails first)."""
+    from pydantic.plugin._loader import get_plugins
+
+    monkeypatch.setenv("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    assert tuple(get_plugins()) == ()
+
+
+def test_the_program_flushes_its_whole_output_before_it_exits(tmp_path: Path) -> None:
+    """`gpucluster` (the installed program) ends a short command with os._exit: everything it
+    printed and wrote must be complete, to a pipe as to a terminal, and its exit codes the same."""
+    out_dir = tmp_path / "out"
+    proc = subprocess.run(
+        [str(PROGRAM), "render", "inventories/superpod", "--out", str(out_dir)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    count = int(lines[0].split()[0])
+    written = [line.split()[-1] for line in lines[1:]]
+    listed = (out_dir / MANIFEST).read_text().split()
+    assert len(written) == count == len(listed)
+    assert sorted(written) == sorted(str(out_dir / rel) for rel in listed)
+    assert all(Path(path).is_file() for path in written)
+    shown = subprocess.run(
+        [str(PROGRAM), "show", "--json", "inventories/superpod"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=False,
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)  # all of a long JSON document, not a truncated one
+    bad = subprocess.run(
+        [str(PROGRAM), "validate", str(tmp_path / "missing")], capture_output=True, text=True, check=False
+    )
+    assert bad.returncode == 2
+    assert bad.stderr.endswith("1 problem(s) found\n"), bad.stderr
 
 
 def test_rendered_files_are_the_same_with_a_cold_warm_or_unusable_template_cache(tmp_path: Path) -> None:
