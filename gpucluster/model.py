@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, field_validator
 
-from gpucluster.modelbase import NAME_RE, SLURM_TIME_RE, Owner, Strict, Update, spec
+from gpucluster.modelbase import NAME_RE, SLURM_TIME_RE, NameList, Owner, Strict, Update, spec
 from gpucluster.storage import SharedFilesystem, absolute_path
 
 __all__ = ["NAME_RE", "SLURM_TIME_RE", "Owner", "Strict", "Update", "spec"]
@@ -398,10 +398,10 @@ class SlurmSettings(Strict):
     version: Annotated[str, Field(pattern=r"^\d{2}\.\d{2}$")] = spec(
         "Target Slurm release (YY.MM); decides which keys, plugins and files are emitted.", Update.REBUILD
     )
-    controller: list[str] = spec(
+    controller: NameList = spec(
         "Inventory host(s) running slurmctld; the second and later are backups.", Update.RESTART, min_length=1
     )
-    login: list[str] = spec(
+    login: NameList = spec(
         "Inventory hosts that are login (submit) hosts: the Slurm client commands, munge with the "
         "cluster key, the Slurm configuration and sshd (role slurm_login); no slurmd, in no "
         "partition. May include a controller; never a node of cluster.nodes.",
@@ -483,11 +483,6 @@ class SlurmSettings(Strict):
         Update.RECONFIGURE,
         default_factory=dict,
     )
-
-    @field_validator("controller", "login", mode="before")
-    @classmethod
-    def _one_or_many(cls, value: Any) -> Any:
-        return [value] if isinstance(value, str) else value
 
     @property
     def state_dir(self) -> str:

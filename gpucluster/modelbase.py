@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import re
 from enum import StrEnum
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 NAME_RE = r"^[A-Za-z][A-Za-z0-9_.-]*$"
 SLURM_TIME_RE = re.compile(r"^(UNLIMITED|INFINITE|\d+|\d+:\d{2}(:\d{2})?|\d+-\d+(:\d{2}(:\d{2})?)?)$")
@@ -44,6 +44,14 @@ class Update(StrEnum):
         "nodes change scheduler: drained and emptied in the old one, handed over, quotas follow "
         "(the steps `gpucluster plan` lists)"
     )
+
+
+def _listed(value: object) -> object:
+    return [value] if isinstance(value, str) else value
+
+
+# A list of names that the inventory may also write as one name (`controller: ctl01`).
+NameList = Annotated[list[str], BeforeValidator(_listed)]
 
 
 def _empty_list() -> list[Any]:

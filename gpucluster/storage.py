@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from gpucluster.modelbase import Strict, Update, spec
+from gpucluster.modelbase import NameList, Strict, Update, spec
 
 # A DNS label: the name also names the filesystem's Kubernetes volume and claim.
 FILESYSTEM_NAME_RE = r"^[a-z]([a-z0-9-]{0,30}[a-z0-9])?$"
@@ -156,7 +156,7 @@ class SharedFilesystem(Strict):
         Update.STORAGE,
         default=False,
     )
-    hosts: list[str] | None = spec(
+    hosts: NameList | None = spec(
         "Inventory hosts and groups that mount it. Default: every bare-metal Slurm host "
         "(controllers, accounting host, login hosts, nodes owned by slurm).",
         Update.STORAGE,
@@ -187,11 +187,6 @@ class SharedFilesystem(Strict):
     @classmethod
     def _absolute(cls, value: str) -> str:
         return absolute_path(value)
-
-    @field_validator("hosts", mode="before")
-    @classmethod
-    def _one_or_many(cls, value: object) -> object:
-        return [value] if isinstance(value, str) else value
 
     @property
     def backing(self) -> str:

@@ -215,6 +215,11 @@ def test_valid_storage_resolves_its_hosts(inventories: InventoryFactory) -> None
     assert cluster.storage_hosts["scratch"] == slurm_hosts
 
 
+def test_hosts_may_be_one_name(inventories: InventoryFactory) -> None:
+    cluster = load_cluster(write(inventories, lambda c: storage(c, 1, hosts="login01")))
+    assert cluster.storage_hosts["scratch"] == ["login01"]
+
+
 def test_a_filesystem_only_for_kubernetes_needs_no_host(inventories: InventoryFactory) -> None:
     def kubernetes_only(c: dict[str, Any]) -> None:
         storage(c, 1, hosts=[], kubernetes={"claim": "scratch"})
