@@ -351,11 +351,7 @@ class _Checker:
                 f"slurm.node_ssh needs proctrack `cgroup` (is `{self.spec.slurm.proctrack}`): "
                 "pam_slurm_adopt adopts ssh sessions into the job's cgroup",
             )
-        if "PrologFlags" in self.spec.slurm.extra:
-            self.fail(
-                ["slurm", "extra", "PrologFlags"],
-                "PrologFlags is set by cluster.slurm.node_ssh (Contain, for pam_slurm_adopt); remove it here",
-            )
+        self.refuse_extra(["PrologFlags"], "cluster.slurm.node_ssh (Contain, for pam_slurm_adopt)")
         declared = {user.name for user in self.spec.users}
         if not declared:
             return
@@ -392,12 +388,9 @@ class _Checker:
                 [*parts, "port"],
                 f"port {rest.port} is slurmdbd's (cluster.slurm.accounting.port) on `{rest.host}`",
             )
-        for key in ("AuthAltTypes", "AuthAltParameters"):
-            if key in slurm.extra:
-                self.fail(
-                    ["slurm", "extra", key],
-                    f"{key} is set by cluster.slurm.rest_api (JWT for slurmrestd); remove it here",
-                )
+        self.refuse_extra(
+            ["AuthAltTypes", "AuthAltParameters"], "cluster.slurm.rest_api (JWT for slurmrestd)"
+        )
 
     def resolve_partitions(self) -> None:
         cluster = self.cluster
@@ -584,12 +577,13 @@ class _Checker:
             return
         keys = ["HealthCheckProgram", "HealthCheckInterval", "HealthCheckNodeState"]
         keys += ["Prolog"] if health.prolog else []
+        self.refuse_extra(keys, "cluster.slurm.health (gpucluster-healthcheck)")
+
+    def refuse_extra(self, keys: list[str], setting: str) -> None:
+        """slurm.conf keys a setting renders: written in `extra` too, Slurm would keep only one line."""
         for key in keys:
             if key in self.spec.slurm.extra:
-                self.fail(
-                    ["slurm", "extra", key],
-                    f"{key} is set by cluster.slurm.health (gpucluster-healthcheck); remove it here",
-                )
+                self.fail(["slurm", "extra", key], f"{key} is set by {setting}; remove it here")
 
     def check_configless(self) -> None:
         """A configless slurmd reads only what slurmctld serves, and 25.05 serves no topology.yaml
