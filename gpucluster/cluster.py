@@ -26,17 +26,11 @@ from gpucluster.model import (
     Owner,
     Tenant,
 )
+from gpucluster.slurm.checks import check_slurm
+from gpucluster.slurm.releases import Release, SlurmVersion
 from gpucluster.storage_checks import check_storage
 from gpucluster.yamlfile import LoadedYaml
 
-MIN_SLURM = (22, 5)
-# slurm.conf's SlurmctldPort (templates/slurm/slurm.conf.j2).
-SLURMCTLD_PORT = 6817
-BLOCK_TOPOLOGY_SINCE = (23, 11)
-TOPOLOGY_YAML_SINCE = (25, 5)
-# slurmctld serves topology.yaml to configless slurmds from 25.05.2; the inventory names no patch
-# release, so the first release whose every version does.
-CONFIGLESS_TOPOLOGY_YAML_SINCE = (25, 11)
 # Built without validating: validating it would build GpuQuota's validator at import time, which
 # every command pays for (the models' validators are built on first use).
 NO_GPUS = GpuQuota.model_construct()
@@ -92,8 +86,14 @@ class Cluster:
         return total
 
     @property
-    def version(self) -> tuple[int, int]:
-        return self.spec.slurm.version_tuple
+    def version(self) -> SlurmVersion:
+        """The Slurm version the inventory targets."""
+        return self.spec.slurm.target
+
+    @property
+    def release(self) -> Release:
+        """What the target Slurm release supports and requires."""
+        return self.spec.slurm.release
 
     @property
     def tenants_by_name(self) -> dict[str, Tenant]:
@@ -197,29 +197,16 @@ class _Checker:
 
     def run(self) -> Cluster:
         """The resolved cluster; what is wrong is in self.problems."""
-        self.check_version()
         self.resolve_nodes()
         self.check_hosts()
         self.resolve_partitions()
         self.resolve_tree()
         self.resolve_blocks()
-        self.check_qos()
         self.check_users()
         self.check_tenants()
-        self.check_health()
-        self.check_configless()
+        check_slurm(self)
         check_storage(self)
         return self.cluster
-
-    def check_version(self) -> None:
-        if self.spec.slurm.version_tuple < MIN_SLURM:
-            self.fail(
-                ["slurm", "version"],
-                f"Slurm {self.spec.slurm.version} is older than the oldest supported, 22.05",
-            )
-        plugins = self.spec.slurm.task_plugins
-        if "none" in plugins and len(plugins) > 1:
-            self.fail(["slurm", "task_plugins"], "`none` cannot be combined with other task plugins")
 
     def owner_of_entry(self, index: int) -> Owner | None:
         """The owner a `nodes` entry gives its hosts; None (and a problem) when it must be said.
@@ -311,86 +298,6 @@ class _Checker:
                 "StateSaveLocation they all share: set it to a path on a shared filesystem every "
                 "controller mounts read/write",
             )
-        self.check_login()
-        self.check_node_ssh()
-        if slurm.accounting and slurm.accounting.host not in self.inv.hostvars:
-            self.fail(
-                ["slurm", "accounting", "host"],
-                f"accounting host `{slurm.accounting.host}` is not a host of {self.inv.hosts_file.file}",
-            )
-        self.check_rest_api()
-
-    def check_login(self) -> None:
-        """Login hosts submit jobs and run none: a node of cluster.nodes would run slurmd there.
-        A controller may double as login host (small sites)."""
-        seen: set[str] = set()
-        for index, host in enumerate(self.spec.slurm.login):
-            parts: list[str | int] = ["slurm", "login", index]
-            if host in seen:
-                self.fail(parts, f"login host `{host}` is listed twice")
-                continue
-            seen.add(host)
-            if host not in self.inv.hostvars:
-                self.fail(parts, f"login host `{host}` is not a host of {self.inv.hosts_file.file}")
-            elif host in self.cluster.node_type_of:
-                self.fail(
-                    parts,
-                    f"login host `{host}` is a node of cluster.nodes (type "
-                    f"`{self.cluster.node_type_of[host]}`): it would run jobs; remove it from its node group",
-                )
-
-    def check_node_ssh(self) -> None:
-        """pam_slurm_adopt puts an ssh session into the job's cgroup: it needs proctrack/cgroup.
-        Admins must be accounts the inventory creates (when it creates any)."""
-        node_ssh = self.spec.slurm.node_ssh
-        if node_ssh is None:
-            return
-        if self.spec.slurm.proctrack != "cgroup":
-            self.fail(
-                ["slurm", "proctrack"],
-                f"slurm.node_ssh needs proctrack `cgroup` (is `{self.spec.slurm.proctrack}`): "
-                "pam_slurm_adopt adopts ssh sessions into the job's cgroup",
-            )
-        self.refuse_extra(["PrologFlags"], "cluster.slurm.node_ssh (Contain, for pam_slurm_adopt)")
-        declared = {user.name for user in self.spec.users}
-        if not declared:
-            return
-        for index, admin in enumerate(node_ssh.admins):
-            if admin != "root" and admin not in declared:
-                self.fail(
-                    ["slurm", "node_ssh", "admins", index],
-                    f"admin `{admin}` is not a user of cluster.users",
-                )
-
-    def check_rest_api(self) -> None:
-        """slurmrestd needs slurm.conf and a path to slurmctld: a controller or a login host. Its port
-        must be free there; the keys it renders must not come from `extra` too."""
-        slurm = self.spec.slurm
-        rest = slurm.rest_api
-        if rest is None:
-            return
-        parts: list[str | int] = ["slurm", "rest_api"]
-        if rest.host not in self.inv.hostvars:
-            self.fail(
-                [*parts, "host"], f"REST API host `{rest.host}` is not a host of {self.inv.hosts_file.file}"
-            )
-        elif rest.host not in slurm.controller and rest.host not in slurm.login:
-            self.fail(
-                [*parts, "host"],
-                f"REST API host `{rest.host}` is neither a controller nor a login host "
-                "(cluster.slurm.controller, cluster.slurm.login): slurmrestd runs where the Slurm "
-                "configuration is and no job runs",
-            )
-        if rest.host in slurm.controller and rest.port == SLURMCTLD_PORT:
-            self.fail([*parts, "port"], f"port {rest.port} is slurmctld's (SlurmctldPort) on `{rest.host}`")
-        if slurm.accounting and slurm.accounting.host == rest.host and slurm.accounting.port == rest.port:
-            self.fail(
-                [*parts, "port"],
-                f"port {rest.port} is slurmdbd's (cluster.slurm.accounting.port) on `{rest.host}`",
-            )
-        self.refuse_extra(
-            ["AuthAltTypes", "AuthAltParameters"], "cluster.slurm.rest_api (JWT for slurmrestd)"
-        )
 
     def resolve_partitions(self) -> None:
         cluster = self.cluster
@@ -521,11 +428,6 @@ class _Checker:
     def resolve_blocks(self) -> None:
         fabric = self.spec.fabric
         cluster = self.cluster
-        if fabric.blocks and self.spec.slurm.version_tuple < BLOCK_TOPOLOGY_SINCE:
-            self.fail(
-                ["fabric", "blocks"],
-                f"NVLink blocks need topology/block, which Slurm {self.spec.slurm.version} lacks (needs >= 23.11)",
-            )
         if fabric.block_sizes and not fabric.blocks:
             self.fail(["fabric", "block_sizes"], "block_sizes given but no blocks are defined")
         if fabric.default == "block" and not fabric.blocks:
@@ -569,47 +471,6 @@ class _Checker:
                         ["fabric", "block_sizes", i],
                         f"{sizes[i]} is not a power-of-two multiple of {sizes[i - 1]}",
                     )
-
-    def check_health(self) -> None:
-        """slurm.conf keys the health check renders must not come from `extra` too."""
-        health = self.spec.slurm.health
-        if health is None:
-            return
-        keys = ["HealthCheckProgram", "HealthCheckInterval", "HealthCheckNodeState"]
-        keys += ["Prolog"] if health.prolog else []
-        self.refuse_extra(keys, "cluster.slurm.health (gpucluster-healthcheck)")
-
-    def refuse_extra(self, keys: list[str], setting: str) -> None:
-        """slurm.conf keys a setting renders: written in `extra` too, Slurm would keep only one line."""
-        for key in keys:
-            if key in self.spec.slurm.extra:
-                self.fail(["slurm", "extra", key], f"{key} is set by {setting}; remove it here")
-
-    def check_configless(self) -> None:
-        """A configless slurmd reads only what slurmctld serves, and 25.05 serves no topology.yaml
-        before its second patch release."""
-        slurm = self.spec.slurm
-        fabric = self.spec.fabric
-        version = slurm.version_tuple
-        if not slurm.configless or not (fabric.tree or fabric.blocks):
-            return
-        if TOPOLOGY_YAML_SINCE <= version < CONFIGLESS_TOPOLOGY_YAML_SINCE:
-            self.fail(
-                ["slurm", "configless"],
-                f"Slurm {slurm.version} renders topology.yaml, which slurmctld serves to configless "
-                "nodes only from 25.05.2 on: target 25.11 or later, or turn configless off",
-            )
-
-    def check_qos(self) -> None:
-        names: set[str] = set()
-        for index, qos in enumerate(self.spec.qos):
-            if qos.name in names:
-                self.fail(["qos", index, "name"], f"QOS `{qos.name}` is defined twice")
-            names.add(qos.name)
-        for index, qos in enumerate(self.spec.qos):
-            for n, other in enumerate(qos.preempt):
-                if other not in names:
-                    self.fail(["qos", index, "preempt", n], f"unknown QOS `{other}`")
 
     def check_id_range(self, parts: list[str | int], kind: str, value: int) -> bool:
         if any(low <= value <= high for low, high in UNIX_ID_RANGES):

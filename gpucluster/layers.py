@@ -62,7 +62,7 @@ LAYERS = (
 
 # Renderers of the core model; each owns a top-level folder of the output tree.
 CORE_RENDERERS: dict[str, str] = {
-    "slurm": "gpucluster.render.slurm:render_slurm",
+    "slurm": "gpucluster.slurm.render:render_slurm",
     # hosts/users.yaml: the Unix accounts the users role creates on every Slurm host;
     # hosts/node_ssh.yaml: who may ssh to compute nodes without a job.
     # hosts/storage.yaml and hosts/nfs-exports/: the shared filesystems and their NFS exports.

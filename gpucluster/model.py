@@ -10,9 +10,10 @@ every annotation string when the classes are built, at the start of every comman
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field, field_validator
+from pydantic import BeforeValidator, ConfigDict, Field, field_validator
 
 from gpucluster.modelbase import NAME_RE, SLURM_TIME_RE, NameList, Owner, Strict, Update, spec
+from gpucluster.slurm.releases import RELEASES, Release, SlurmVersion, known_text, release
 from gpucluster.storage import SharedFilesystem, absolute_path
 
 __all__ = ["NAME_RE", "SLURM_TIME_RE", "Owner", "Strict", "Update", "spec"]
@@ -299,6 +300,19 @@ class Priority(Strict):
 
 
 class Cgroup(Strict):
+    plugin: Literal["autodetect", "cgroup/v1", "cgroup/v2"] = spec(
+        "CgroupPlugin. autodetect picks v2 on a unified (v2-only) hierarchy and v1 on a legacy one; "
+        "Slurm refuses a hybrid hierarchy (v1 controllers plus a v2 mount) unless v1 is named here "
+        "(deprecated from Slurm 25.05, still present in 26.05).",
+        Update.RESTART,
+        default="autodetect",
+    )
+    mountpoint: Annotated[str, Field(pattern=r"^/\S+$")] | None = spec(
+        "CgroupMountpoint: where the cgroup hierarchy (v1: one directory per controller) is "
+        "mounted. Default /sys/fs/cgroup.",
+        Update.RESTART,
+        default=None,
+    )
     constrain_cores: bool = spec("ConstrainCores.", Update.RESTART, default=True)
     constrain_devices: bool = spec("ConstrainDevices (GPU isolation).", Update.RESTART, default=True)
     constrain_ram_space: bool = spec("ConstrainRAMSpace.", Update.RESTART, default=True)
@@ -329,15 +343,24 @@ class HealthSettings(Strict):
     """gpucluster-healthcheck as Slurm's HealthCheckProgram (and Prolog) on every Slurm node."""
 
     interval: Annotated[int, Field(ge=1, le=65535)] = spec(
-        "HealthCheckInterval in seconds. A run takes at most 50 s (Slurm 22.05 kills it at 60 s); "
+        "HealthCheckInterval in seconds. A run takes at most `timeout` - 10 s; "
         "a run that finds the previous one still going does nothing.",
         Update.RECONFIGURE,
         default=300,
     )
-    node_state: list[Literal["ALLOC", "ANY", "CYCLE", "IDLE", "MIXED"]] = spec(
-        "HealthCheckNodeState (the values Slurm 22.05 knows): nodes in which states are checked; "
-        "CYCLE spreads the runs over the interval. Must include ANY or IDLE (or be CYCLE alone), "
-        "since a node the check drained is idle and is resumed only by a later run.",
+    timeout: Annotated[int, Field(ge=20, le=3600)] = spec(
+        "Seconds Slurm lets a run take before killing it: HealthCheckTimeout, which only Slurm >= "
+        "26.05 has (older releases kill it at 60 s: leave 60 there). A run gives itself 10 s less.",
+        Update.RECONFIGURE,
+        default=60,
+    )
+    node_state: list[
+        Literal["ALLOC", "ANY", "CYCLE", "IDLE", "MIXED", "NONDRAINED_IDLE", "START_ONLY", "REBOOT_ONLY"]
+    ] = spec(
+        "HealthCheckNodeState: nodes in which states are checked; CYCLE spreads the runs over the "
+        "interval. Each value must be one the target release knows (NONDRAINED_IDLE from 23.02, "
+        "START_ONLY from 25.11, REBOOT_ONLY from 26.05). Must include ANY or IDLE (or be CYCLE "
+        "alone), since a node the check drained is idle and is resumed only by a later run.",
         Update.RECONFIGURE,
         default_factory=lambda: ["ANY"],
         min_length=1,
@@ -379,7 +402,8 @@ class RestApi(Strict):
         "Inventory host running slurmrestd (role slurm_restd): a controller or a login host, which "
         "hold the Slurm configuration and reach slurmctld (a compute node would serve the API with "
         "the CPUs of jobs). slurmrestd listens on every IPv4 address of this host; clients use "
-        "`http://<host>:<port>/slurm/v0.0.38/...`.",
+        "`http://<host>:<port>/slurm/<version>/...`, the version of the release's API "
+        "(v0.0.38 on 22.05, v0.0.42 on 24.11, v0.0.44 on 25.11 and 26.05; `gpucluster show`).",
         Update.SERVICE,
     )
     port: Annotated[int, Field(ge=1024, le=65535)] = spec(
@@ -394,9 +418,57 @@ class RestApi(Strict):
 DEFAULT_STATE_SAVE_LOCATION = "/var/lib/slurm/slurmctld"
 
 
+def _slurm_version(value: object) -> object:
+    """A YAML number (`version: 25.11`) would lose its trailing zero (26.10 reads as 26.1): say so."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return value
+    text = f"{value:.2f}" if isinstance(value, float) else str(value)
+    raise ValueError(f'YAML read {value!r} as a number, not a Slurm release; quote it: version: "{text}"')
+
+
+class SlurmPackageRepository(Strict):
+    """An apt repository of the site's (a mirror of Debian's suite, or the site's own build)."""
+
+    url: Annotated[str, Field(pattern=r"^(https?|file)://\S+$")] = spec(
+        "Repository URL (http, https or file).", Update.RESTART
+    )
+    suite: Annotated[str, Field(pattern=r"^\S+$")] = spec(
+        "Suite (distribution) of the repository, e.g. forky or slurm-26.05.", Update.RESTART
+    )
+    components: list[Annotated[str, Field(pattern=r"^[A-Za-z0-9._-]+$")]] = spec(
+        "Components.", Update.RESTART, default_factory=lambda: ["main"]
+    )
+    key: Annotated[str, Field(pattern=r"^\S+$")] = spec(
+        "The repository's OpenPGP signing key (ASCII-armored), a file on the Ansible controller: "
+        "absolute, or relative to the inventory directory. Installed as the only key the "
+        "repository is trusted with (apt `Signed-By`).",
+        Update.RESTART,
+    )
+
+
+class SlurmPackages(Strict):
+    """Where the hosts get Slurm, pinned to the target release."""
+
+    repository: SlurmPackageRepository | None = spec(
+        "The site's apt repository carrying the target release. Omit to use the apt sources the "
+        "hosts already have: Debian's own suite of the release (bookworm for 22.05, trixie for "
+        "24.11, forky for 26.05). Either way the Slurm packages are pinned to the release, and "
+        "a host whose sources offer another release is refused before anything is installed.",
+        Update.RESTART,
+        default=None,
+    )
+
+
 class SlurmSettings(Strict):
-    version: Annotated[str, Field(pattern=r"^\d{2}\.\d{2}$")] = spec(
-        "Target Slurm release (YY.MM); decides which keys, plugins and files are emitted.", Update.REBUILD
+    version: Annotated[str, BeforeValidator(_slurm_version)] = spec(
+        "Target Slurm release, YY.MM (or YY.MM.P where a maintenance release matters, e.g. "
+        "25.05.2): one gpucluster knows (`gpucluster show` lists them and says which are proven "
+        "by real daemons). It decides the keys, plugins, files and procedures rendered, and the "
+        "packages installed. Changing it is an upgrade (`gpucluster plan` gives the steps).",
+        Update.REBUILD,
+    )
+    packages: SlurmPackages = spec(
+        "Package source of Slurm on the hosts.", Update.RESTART, default_factory=SlurmPackages
     )
     controller: NameList = spec(
         "Inventory host(s) running slurmctld; the second and later are backups.", Update.RESTART, min_length=1
@@ -439,6 +511,13 @@ class SlurmSettings(Strict):
         "priority/multifactor weights (used when accounting is configured).",
         Update.RECONFIGURE,
         default_factory=Priority,
+    )
+    mpi_default: Literal["none", "pmi2", "pmix", "cray_shasta"] = spec(
+        "MpiDefault: the MPI plugin srun uses when a job names none (`srun --mpi=...` chooses per "
+        "step). pmix only where the release's packages carry mpi/pmix (Debian's 22.05 and 24.11 "
+        "do; 26.05's do not: there srun offers pmi2 and cray_shasta).",
+        Update.RECONFIGURE,
+        default="none",
     )
     proctrack: Literal["cgroup", "linuxproc"] = spec(
         "ProctrackType plugin (linuxproc only where cgroups are unavailable, e.g. containers).",
@@ -488,10 +567,21 @@ class SlurmSettings(Strict):
     def state_dir(self) -> str:
         return self.state_save_location or DEFAULT_STATE_SAVE_LOCATION
 
+    @field_validator("version")
+    @classmethod
+    def _known_release(cls, value: str) -> str:
+        parsed = SlurmVersion.parse(value)
+        if parsed.release not in RELEASES:
+            raise ValueError(f"Slurm {parsed.release} is not a release gpucluster knows ({known_text()})")
+        return value
+
     @property
-    def version_tuple(self) -> tuple[int, int]:
-        major, minor = self.version.split(".")
-        return int(major), int(minor)
+    def target(self) -> SlurmVersion:
+        return SlurmVersion.parse(self.version)
+
+    @property
+    def release(self) -> Release:
+        return release(self.version)
 
 
 UNIX_NAME_RE = r"^[a-z_][a-z0-9_.-]*$"

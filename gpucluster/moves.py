@@ -20,8 +20,6 @@ from gpucluster.hostlists import compress
 from gpucluster.model import GpuQuota
 from gpucluster.modelbase import Owner
 
-# Slurm releases before this one learn a changed node list only by restarting the daemons.
-RECONFIGURE_NODES_SINCE = (24, 11)
 OWNER_LABEL = "gpucluster.io/owner"
 MOVE_REASON = "gpucluster: moving to {target}"
 
@@ -101,7 +99,7 @@ def _leave_texts(move: Move, new: Cluster) -> list[tuple[Action, str]]:
     if move.source == Owner.SLURM:
         apply = (
             "scontrol reconfigure"
-            if new.version >= RECONFIGURE_NODES_SINCE
+            if new.release.reconfigure_node_changes
             else f"restart slurmctld and slurmd (Slurm {new.spec.slurm.version} learns node lists only on restart; running jobs survive)"
         )
         return [

@@ -12,7 +12,7 @@ from gpucluster.model import Owner
 from gpucluster.storage import SharedFilesystem, below, filesystem_of, home_directory
 
 if TYPE_CHECKING:
-    from gpucluster.cluster import _Checker
+    from gpucluster.checking import CheckContext
 
 # Directories of the system itself: a filesystem mounted over one hides what the host runs on.
 SYSTEM_DIRS = (
@@ -31,7 +31,7 @@ SYSTEM_DIRS = (
 )
 
 
-def default_hosts(checker: _Checker) -> list[str]:
+def default_hosts(checker: CheckContext) -> list[str]:
     """Every bare-metal Slurm host: controllers, accounting host, login hosts, Slurm's nodes (none
     when bare-metal Slurm owns no node: then there is no bare-metal Slurm)."""
     cluster = checker.cluster
@@ -43,7 +43,7 @@ def default_hosts(checker: _Checker) -> list[str]:
     return [h for h in dict.fromkeys([*named, *nodes]) if h in checker.inv.hostvars]
 
 
-def check_backing(checker: _Checker, index: int, fs: SharedFilesystem, hosts: list[str]) -> None:
+def check_backing(checker: CheckContext, index: int, fs: SharedFilesystem, hosts: list[str]) -> None:
     """One backing for the hosts that mount it (a filesystem only Kubernetes pods mount has its claim)."""
     parts: list[str | int] = ["storage", index]
     given = [key for key, on in (("nfs_server", fs.nfs_server), ("source", fs.source)) if on is not None]
@@ -72,7 +72,9 @@ def check_backing(checker: _Checker, index: int, fs: SharedFilesystem, hosts: li
         )
 
 
-def check_mount_point(checker: _Checker, index: int, fs: SharedFilesystem, mounts: dict[str, int]) -> None:
+def check_mount_point(
+    checker: CheckContext, index: int, fs: SharedFilesystem, mounts: dict[str, int]
+) -> None:
     parts: list[str | int] = ["storage", index, "mount"]
     system = "/" if fs.mount == "/" else next((d for d in SYSTEM_DIRS if below(fs.mount, d)), None)
     if system is not None:
@@ -94,7 +96,7 @@ def check_mount_point(checker: _Checker, index: int, fs: SharedFilesystem, mount
     mounts.setdefault(fs.mount, index)
 
 
-def resolve_hosts(checker: _Checker, index: int, fs: SharedFilesystem) -> list[str]:
+def resolve_hosts(checker: CheckContext, index: int, fs: SharedFilesystem) -> list[str]:
     """The hosts that mount the filesystem (the NFS server included), in name order."""
     parts: list[str | int] = ["storage", index, "hosts"]
     if fs.hosts is None:
@@ -118,7 +120,7 @@ def resolve_hosts(checker: _Checker, index: int, fs: SharedFilesystem) -> list[s
     return list(hostlist.numerically_sorted(list(set(hosts))))
 
 
-def check_homes(checker: _Checker) -> None:
+def check_homes(checker: CheckContext) -> None:
     """With shared filesystems declared, every declared user lives on one of them."""
     storage = checker.spec.storage
     marked = [i for i, fs in enumerate(storage) if fs.home]
@@ -148,7 +150,7 @@ def check_homes(checker: _Checker) -> None:
             )
 
 
-def check_storage(checker: _Checker) -> None:
+def check_storage(checker: CheckContext) -> None:
     mounts: dict[str, int] = {}
     names: dict[str, int] = {}
     for index, fs in enumerate(checker.spec.storage):

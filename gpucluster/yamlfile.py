@@ -48,6 +48,7 @@ MAX_ALIAS_NODES = 100_000
 # (libyaml's composer recursing in C, then Python's recursion limit) and scanning it costs
 # libyaml time quadratic in the depth: it is refused at the first level too deep.
 MAX_DEPTH = 100
+DEPTH_MESSAGE = f"mappings and lists nest deeper than {MAX_DEPTH} levels (the limit; aliases expanded)"
 
 
 # libyaml's parser when PyYAML was built with it (Debian's and PyPI's wheels are): inventories
@@ -186,8 +187,7 @@ def _compose(loader: _Loader) -> yaml.Node | None:
         return _Refused(_too_many(aliased), line, _open_path(stack))
 
     def refuse_depth(line: int) -> _Refused:
-        message = f"mappings and lists nest deeper than {MAX_DEPTH} levels (the limit; aliases expanded)"
-        return _Refused(message, line, _open_path(stack))
+        return _Refused(DEPTH_MESSAGE, line, _open_path(stack))
 
     get_event()  # StreamStartEvent
     event: Any = get_event()
@@ -500,6 +500,10 @@ def _load_any(loader: _Loader, display: str) -> tuple[Any, dict[str, int], list[
         node = _compose(loader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
+        if exc.problem and "maximum nesting depth" in exc.problem:
+            # libyaml's own limit (PyYAML >= 6.0.3), met while it scans ahead of our count.
+            line = mark.line + 1 if mark else None
+            raise InventoryError([Problem(display, "", DEPTH_MESSAGE, line)]) from None
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "unknown position"
         raise InventoryError([Problem(display, "", f"YAML syntax error at {where}: {exc.problem}")]) from None
     except yaml.YAMLError as exc:

@@ -23,7 +23,6 @@ MIN_KUBE_DRA = (1, 34)  # resource.k8s.io/v1 (DeviceClass, ResourceClaimTemplate
 MIN_KUBE_CHARTS = (1, 29)  # kubeVersion of the Kueue and Slinky charts
 COMPUTE_DOMAIN_MIN_DRIVER = (570, 158, 1)
 MAX_TOPOLOGY_LEVELS = 16  # Kueue Topology.spec.levels maxItems
-SLURM_AUTODETECT_NVIDIA = (24, 11)  # gres.conf AutoDetect=nvidia, which Slinky's slurmd pods use
 
 
 def _version(text: str) -> tuple[int, ...] | None:
@@ -233,7 +232,7 @@ class _KubernetesChecker:
             slurm is not None
             and slurm.operator == "slinky"
             and cluster.gpus_of(slurm_pod_hosts)
-            and cluster.version < SLURM_AUTODETECT_NVIDIA
+            and not cluster.release.autodetect_nvidia  # gres.conf AutoDetect=nvidia, which Slinky's slurmd pods use
         ):
             self.fail_outside(
                 ["slurm", "version"],

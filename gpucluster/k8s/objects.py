@@ -38,7 +38,7 @@ from gpucluster.k8s.owners import (
     slurm_pods_view,
 )
 from gpucluster.model import Owner, Tenant
-from gpucluster.render.slurm import BLOCK_TOPOLOGY, TREE_TOPOLOGY
+from gpucluster.slurm.render import BLOCK_TOPOLOGY, TREE_TOPOLOGY
 
 Obj = dict[str, Any]
 

@@ -205,7 +205,7 @@ def has_slinky_accounts(k8s: KubernetesSpec) -> bool:
 def slinky_accounts(cluster: Cluster) -> str:
     """desired_associations of the Slurm-on-Kubernetes view: every tenant, with its
     `slurm-on-kubernetes` numbers (zero where it has none there, as Cluster.quota says)."""
-    from gpucluster.render.slurm import render_accounts
+    from gpucluster.slurm.render import render_accounts
 
     return render_accounts(slurm_pods_view(cluster))
 

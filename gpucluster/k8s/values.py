@@ -326,8 +326,8 @@ def slinky_slurm_values(cluster: Cluster, k8s: KubernetesSpec) -> Values:
     """The `slurm` chart: one NodeSet per group of same-type Slurm-on-Kubernetes hosts in the same
     partitions, and the partitions of those hosts only."""
     # Imported here: gpucluster.render registers this package's renderers at import time.
-    from gpucluster.render.slurm import render_topology_yaml
     from gpucluster.render.templating import header
+    from gpucluster.slurm.render import render_topology_yaml
 
     assert k8s.slurm is not None
     slurm_pods = slurm_pods_view(cluster)

@@ -21,7 +21,8 @@ from gpucluster.cluster import Cluster
 from gpucluster.hostlists import expand
 from gpucluster.model import DEFAULT_STATE_SAVE_LOCATION
 from gpucluster.modelbase import Owner
-from gpucluster.restapi import JWT_KEY_NAME
+from gpucluster.slurm.releases import SlurmVersion
+from gpucluster.slurm.restapi import JWT_KEY_NAME
 
 # Lines of a daemon log that mean the configuration is not accepted as is.
 _BAD_LINE = re.compile(r"\b(fatal|error)\b", re.IGNORECASE)
@@ -62,13 +63,13 @@ def _expected_noise(cluster: Cluster, line: str) -> bool:
     return any(f"_shutdown_bu_thread:send/recv {host}:" in line for host in backups)
 
 
-def installed_version() -> tuple[int, int] | None:
+def installed_version() -> SlurmVersion | None:
     try:
         out = subprocess.run(["slurmctld", "-V"], capture_output=True, text=True, check=True).stdout
     except (OSError, subprocess.CalledProcessError):
         return None
-    match = re.search(r"(\d+)\.(\d+)", out)
-    return (int(match.group(1)), int(match.group(2))) if match else None
+    match = re.search(r"(\d+)\.(\d+)\.(\d+)", out)
+    return SlurmVersion(*(int(g) for g in match.groups())) if match else None
 
 
 def check_available(cluster: Cluster) -> None:
@@ -81,8 +82,8 @@ def check_available(cluster: Cluster) -> None:
     if os.geteuid() != 0:
         raise TrialUnavailable("the trial needs root (it creates namespaces and mounts)")
     version = installed_version()
-    if version != cluster.version:
-        have = "none" if version is None else f"{version[0]}.{version[1]:02d}"
+    if version is None or version.release != cluster.version.release:
+        have = "none" if version is None else str(version)
         raise TrialUnavailable(
             f"target Slurm is {cluster.spec.slurm.version} but the installed slurmctld is {have}; "
             "a trial proves a config only against the release it targets"

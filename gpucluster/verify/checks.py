@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, TypeVar
 
-from gpucluster import accounts
 from gpucluster.hostlists import compress, expand
+from gpucluster.slurm import accounts
 from gpucluster.verify import parse
 from gpucluster.verify.observed import Command, ControllerSeen, HostSeen, JobRun, Observations
 from gpucluster.verify.plan import COALLOCATION, GPUS, NCCL, TOPOLOGY, Job, Plan, Skip
@@ -572,7 +572,7 @@ def _with_skips(result: CheckResult, plan: Plan, kind: str, subjects: list[str])
 
 def check_accounts(plan: Plan, seen: Observations) -> CheckResult:
     """Accounts, users, QOS, limits and fair-share in slurmdbd equal the inventory's tenants (the
-    associations slurm_accounts makes, gpucluster.accounts)."""
+    associations slurm_accounts makes, gpucluster.slurm.accounts)."""
     if not plan.accounting:
         return CheckResult("accounts", Status.SKIPPED, "the inventory has no accounting (slurm.accounting)")
     controller = seen.controller

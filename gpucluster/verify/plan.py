@@ -189,7 +189,7 @@ def expected_config(cluster: Cluster) -> dict[str, str | None]:
 
 def served_config(cluster: Cluster, expected: dict[str, str | None]) -> dict[str, str]:
     """The rendered files a configless slurmd fetches from slurmctld (none when not configless)."""
-    from gpucluster.render.slurm import configless_served
+    from gpucluster.slurm.render import configless_served
 
     if not cluster.spec.slurm.configless:
         return {}

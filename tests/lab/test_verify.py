@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from gpucluster.accounts import desired_associations
 from gpucluster.hostlists import compress
 from gpucluster.lab.paths import REPO_ROOT
 from gpucluster.model import Owner
+from gpucluster.slurm.accounts import desired_associations
 from gpucluster.tools import venv_tool
 
 from .conftest import Lab

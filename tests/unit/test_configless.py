@@ -15,7 +15,7 @@ from gpucluster.layers import load_cluster
 from gpucluster.modelbase import Update
 from gpucluster.plan import plan, required_action
 from gpucluster.render import render_files
-from gpucluster.render.slurm import CONFIGLESS_SERVED, conf_server, configless_served
+from gpucluster.slurm.render import CONFIGLESS_SERVED, conf_server, configless_served
 from tests.conftest import INVENTORIES, SMALL_CLUSTER, SMALL_HOSTS, InventoryFactory
 
 BASE = yaml.safe_load(textwrap.dedent(SMALL_CLUSTER))

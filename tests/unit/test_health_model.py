@@ -46,10 +46,10 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
         "more than once: IDLE",
     ),
     (
-        "23.02 state",
-        health(node_state=["NONDRAINED_IDLE"]),
-        "cluster.slurm.health.node_state[0]",
-        "'ALLOC', 'ANY', 'CYCLE', 'IDLE' or 'MIXED'",
+        "23.02 state on 22.05",
+        health(node_state=["IDLE", "NONDRAINED_IDLE"]),
+        "cluster.slurm.health.node_state[1]",
+        "Slurm 22.05 knows no HealthCheckNodeState `NONDRAINED_IDLE` (it knows ALLOC, ANY, CYCLE, IDLE, MIXED)",
     ),
     ("interval 0", health(interval=0), "cluster.slurm.health.interval", "greater than or equal to 1"),
     (
@@ -161,6 +161,7 @@ def test_health_renders_slurm_conf_keys_and_the_expectations(inventories: Invent
         xid_fatal = 79 48
         infiniband =
         mounts =
+        budget = 50
 
         [h100]
         nodes = n01 n02 n03 n04
@@ -170,6 +171,7 @@ def test_health_renders_slurm_conf_keys_and_the_expectations(inventories: Invent
         xid_fatal = 79 48
         infiniband = mlx5_0:1
         mounts = /home
+        budget = 50
         """
     )
     text = files["slurm/healthcheck.conf"]

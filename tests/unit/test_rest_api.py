@@ -15,7 +15,7 @@ from gpucluster.layers import load_cluster
 from gpucluster.modelbase import Update
 from gpucluster.plan import plan
 from gpucluster.render import render_files
-from gpucluster.restapi import rest_api_settings
+from gpucluster.slurm.restapi import rest_api_settings
 from gpucluster.trial import slurmctld as trial
 from tests.conftest import SMALL_CLUSTER, SMALL_HOSTS, InventoryFactory
 
@@ -62,6 +62,8 @@ def test_each_key_holder_and_where_it_keeps_the_key(inventories: InventoryFactor
         "port": 7000,
         "listen": "0.0.0.0:7000",
         "openapi_plugins": ["openapi/v0.0.38", "openapi/dbv0.0.38"],
+        "data_parser": None,
+        "url_version": "v0.0.38",
         "key_host": "head",
         # slurmdbd's host is no controller: it has no StateSaveLocation, so a copy of its own.
         "key_paths": {
@@ -80,9 +82,14 @@ def test_a_controller_running_slurmdbd_reads_the_shared_key(inventories: Invento
 def test_openapi_plugins_follow_accounting_and_the_release(inventories: InventoryFactory) -> None:
     no_dbd = load_cluster(inventory(inventories, "no-dbd", rest_api={"host": "head"}, accounting=None))
     assert (rest_api_settings(no_dbd) or {})["openapi_plugins"] == ["openapi/v0.0.38"]
-    # Another release: slurmrestd's own default (all its plugins), not 22.05's names.
-    newer = load_cluster(inventory(inventories, "newer", rest_api={"host": "head"}, version="23.11"))
-    assert (rest_api_settings(newer) or {})["openapi_plugins"] == []
+    # 23.11 and later: unversioned plugins, the API version is the data parser's.
+    for version, parser in (("24.11", "v0.0.42"), ("26.05", "v0.0.44")):
+        newer = rest_api_settings(
+            load_cluster(inventory(inventories, version, rest_api={"host": "head"}, version=version))
+        )
+        assert newer is not None
+        assert newer["openapi_plugins"] == ["openapi/slurmctld", "openapi/slurmdbd"]
+        assert (newer["data_parser"], newer["url_version"]) == (f"data_parser/{parser}", parser)
 
 
 def test_turning_the_api_on_restarts_and_moving_it_restarts_only_slurmrestd(

@@ -153,7 +153,7 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
         "block on 22.05",
         lambda c: c["fabric"].update(blocks={"b1": ["rack1"], "b2": ["rack2"]}),
         "cluster.fabric.blocks",
-        "Slurm 22.05 lacks (needs >= 23.11)",
+        "NVLink blocks need topology/block with BlockSizes (Slurm >= 24.05); Slurm 22.05 has no topology/block",
     ),
     (
         "block sizes",
@@ -168,7 +168,7 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
         "old slurm",
         lambda c: c["slurm"].update(version="21.08"),
         "cluster.slurm.version",
-        "older than the oldest supported",
+        "Slurm 21.08 is not a release gpucluster knows (22.05, 23.02, 23.11, 24.05, 24.11, 25.05, 25.11, 26.05)",
     ),
     (
         "controller",

@@ -562,7 +562,7 @@ def test_accounts_check_agrees_with_the_slurm_accounts_role(plan: Plan, assoc: s
     current = role.current_state(
         plan.cluster.spec.name, f"{plan.cluster.spec.name}\n", QOS_TEXT, assoc, USERS_TEXT
     )
-    from gpucluster.accounts import desired_associations
+    from gpucluster.slurm.accounts import desired_associations
 
     todo = role.plan(desired_associations(plan.cluster), current, remove_absent=True)
     result = check_accounts(plan, with_controller(healthy(plan), assoc=Command(0, assoc)))

@@ -110,8 +110,8 @@ def classify(cluster: Any) -> dict[str, Any]:
     hosts bare-metal Slurm owns run slurmd; with none, there is no bare-metal Slurm to install."""
     from gpucluster.modelbase import Owner
     from gpucluster.moves import MOVE_REASON
-    from gpucluster.render.slurm import conf_server, configless_served
-    from gpucluster.restapi import rest_api_settings
+    from gpucluster.slurm.render import conf_server, configless_served
+    from gpucluster.slurm.restapi import rest_api_settings
 
     slurm = cluster.spec.slurm
     nodes = cluster.hosts_owned_by(Owner.SLURM)

@@ -51,7 +51,7 @@ SCONTROL_RESERVE = 2 * TOOL_TIMEOUT["scontrol"]
 # Cheap checks first, so that the slow ones are what a tight budget cuts.
 CHECK_ORDER = ("gpu_count", "mounts", "infiniband", "xid", "ecc", "dcgm")
 PROLOG_CHECKS = ("gpu_count",)
-CONFIG_KEYS = ("nodes", "checks", "gpus", "devices", "xid_fatal", "infiniband", "mounts")
+CONFIG_KEYS = ("nodes", "checks", "gpus", "devices", "xid_fatal", "infiniband", "mounts", "budget")
 MAX_REASON = 200
 MAX_XIDS_KEPT = 20
 # Slurm runs HealthCheckProgram and Prolog with an environment of its own, without PATH.
@@ -86,6 +86,9 @@ class Expectations:
     xid_fatal: frozenset[int] = frozenset()
     infiniband: tuple[tuple[str, int], ...] = ()
     mounts: tuple[str, ...] = ()
+    # Seconds a run may take: Slurm kills the program after its HealthCheckTimeout (60 s, fixed
+    # before 26.05); None: the --budget default.
+    budget: float | None = None
 
 
 def _words(section: configparser.SectionProxy, key: str) -> list[str]:
@@ -102,6 +105,7 @@ def parse_section(name: str, section: configparser.SectionProxy) -> Expectations
         raise ConfigError(f"section [{name}]: unknown check(s) {', '.join(bad)}")
     try:
         gpus = int(section.get("gpus", "0") or "0")
+        budget = float(section["budget"]) if section.get("budget") else None
         xids = frozenset(int(x) for x in _words(section, "xid_fatal"))
         ports = []
         for item in _words(section, "infiniband"):
@@ -117,6 +121,7 @@ def parse_section(name: str, section: configparser.SectionProxy) -> Expectations
         xid_fatal=xids,
         infiniband=tuple(ports),
         mounts=tuple(_words(section, "mounts")),
+        budget=budget,
     )
 
 
@@ -592,7 +597,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--root", type=Path, default=Path("/"), help="root of /dev, /sys and /proc")
     parser.add_argument("--kmsg", type=Path, help="kernel log (default <root>/dev/kmsg)")
     parser.add_argument("--state-dir", type=Path, default=Path(DEFAULT_STATE_DIR))
-    parser.add_argument("--budget", type=float, default=DEFAULT_BUDGET, help="seconds the run may take")
+    parser.add_argument(
+        "--budget",
+        type=float,
+        help=f"seconds the run may take (default: healthcheck.conf's budget, else {DEFAULT_BUDGET:.0f})",
+    )
     parser.add_argument("--dry-run", action="store_true", help="check and print; change nothing")
     parser.add_argument(
         "--check-config", action="store_true", help="only find this node's section and print its checks"
@@ -623,13 +632,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.check_config:
         print(f"{node}: section [{exp.section}], checks: {' '.join(exp.checks) or 'none'}")
         return 0
+    budget = args.budget or exp.budget or DEFAULT_BUDGET
     ctx = Context(
         root=args.root,
         kmsg=args.kmsg or args.root / "dev" / "kmsg",
         state_dir=args.state_dir,
-        deadline=time.monotonic() + args.budget,
+        deadline=time.monotonic() + budget,
         env=env,
-        reserve=min(SCONTROL_RESERVE, args.budget / 2),
+        reserve=min(SCONTROL_RESERVE, budget / 2),
     )
     if args.prolog:
         return prolog_run(exp, ctx, node, args.dry_run)

@@ -5,13 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpucluster import yamlout
-from gpucluster.accounts import desired_associations
-from gpucluster.cluster import CONFIGLESS_TOPOLOGY_YAML_SINCE, TOPOLOGY_YAML_SINCE, Cluster
+from gpucluster.cluster import Cluster
 from gpucluster.hostlists import compress
 from gpucluster.model import NodeType, Owner
 from gpucluster.render.health import HEALTH_CONF, HEALTH_PROGRAM, bare_metal_health_conf
 from gpucluster.render.templating import header, render_template
-from gpucluster.restapi import controller_key_path
+from gpucluster.slurm.accounts import desired_associations
+from gpucluster.slurm.releases import configless_serves_topology_yaml
+from gpucluster.slurm.restapi import controller_key_path
 
 # Topology names in topology.yaml. Slurm on Kubernetes places each dynamic node with its Topology=
 # option, `<topology>:<unit>` (gpucluster.k8s.objects.slinky_topology_spec), which names these.
@@ -46,7 +47,7 @@ def topology_kind(cluster: Cluster) -> str | None:
 
 
 def uses_topology_yaml(cluster: Cluster) -> bool:
-    return cluster.version >= TOPOLOGY_YAML_SINCE and topology_kind(cluster) is not None
+    return cluster.release.topology_yaml and topology_kind(cluster) is not None
 
 
 def block_sizes(cluster: Cluster) -> list[int]:
@@ -60,7 +61,7 @@ def configless_served(cluster: Cluster) -> list[str]:
     """The files of SLURM_FILES that slurmctld serves to a configless slurmd of this release."""
     served = (
         [*CONFIGLESS_SERVED, "topology.yaml"]
-        if cluster.version >= CONFIGLESS_TOPOLOGY_YAML_SINCE
+        if configless_serves_topology_yaml(cluster.version)
         else CONFIGLESS_SERVED
     )
     return [name for name in SLURM_FILES if name in served]
@@ -112,7 +113,7 @@ def _context(cluster: Cluster) -> dict[str, object]:
         "block_topology": BLOCK_TOPOLOGY,
         "dynamic_nodes": False,
         "has_gpus": has_gpus,
-        "version": cluster.version,
+        "release": cluster.release,
         "task_plugin": ",".join(f"task/{name}" for name in slurm.task_plugins),
         "jobacct_gather": "cgroup" if slurm.proctrack == "cgroup" else "linux",
         "gres_types": ["gpu"] if has_gpus else [],

@@ -13,11 +13,6 @@ JWT_KEY_NAME = "jwt_hs256.key"
 # A slurmdbd host that is no controller has no StateSaveLocation: its copy of the key lives here
 # (Debian's /var/lib/slurm belongs to the slurm user).
 DBD_ONLY_KEY_DIR = "/var/lib/slurm"
-# Slurm 22.05 ships openapi/v0.0.36, v0.0.37 and v0.0.38 (and the dbv* accounting twins); v0.0.38 is
-# the current one, the older two are deprecated and gone from later releases. Loading only the
-# current pair keeps the API surface to what is tested.
-OPENAPI_PLUGINS_22_05 = ("openapi/v0.0.38",)
-OPENAPI_DB_PLUGINS_22_05 = ("openapi/dbv0.0.38",)
 
 
 def controller_key_path(slurm: SlurmSettings) -> str:
@@ -37,11 +32,10 @@ def key_paths(cluster: Cluster) -> dict[str, str]:
 
 
 def openapi_plugins(slurm: SlurmSettings) -> list[str]:
-    """The OpenAPI plugins slurmrestd loads; empty means its default (all of the release), for
-    releases other than 22.05 whose plugin names this code does not know."""
-    if slurm.version != "22.05":
-        return []
-    return [*OPENAPI_PLUGINS_22_05, *(OPENAPI_DB_PLUGINS_22_05 if slurm.accounting else ())]
+    """The OpenAPI plugins slurmrestd loads (`-s`): the release's current ones only, so the API
+    surface is what is tested; the accounting ones only with slurmdbd."""
+    rest = slurm.release.rest_api
+    return [*rest.plugins, *(rest.db_plugins if slurm.accounting else ())]
 
 
 def rest_api_settings(cluster: Cluster) -> dict[str, Any] | None:
@@ -56,6 +50,10 @@ def rest_api_settings(cluster: Cluster) -> dict[str, Any] | None:
         # 127.0.1.1), which clients on other hosts could not reach.
         "listen": f"0.0.0.0:{slurm.rest_api.port}",
         "openapi_plugins": openapi_plugins(slurm),
+        # 23.11+: the API version is the data parser's (`-d`); before, the plugins' own.
+        "data_parser": slurm.release.rest_api.data_parser,
+        # Clients call http://<host>:<port>/slurm/<url_version>/... and /slurmdb/<url_version>/...
+        "url_version": slurm.release.rest_api.url_version,
         "key_host": slurm.controller[0],
         "key_paths": key_paths(cluster),
     }

@@ -1,0 +1,194 @@
+"""Checks of the Slurm settings: what the target release supports, login hosts, node ssh, the
+REST API, health checks, configless serving and QOS. Run by cluster.py's checker after the hosts
+are resolved; they see it only through gpucluster.checking.CheckContext."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from gpucluster.slurm.releases import configless_serves_topology_yaml
+
+if TYPE_CHECKING:
+    from gpucluster.checking import CheckContext
+
+# slurm.conf's SlurmctldPort (templates/slurm/slurm.conf.j2).
+SLURMCTLD_PORT = 6817
+
+
+def check_slurm(ctx: CheckContext) -> None:
+    """Every check of this module, in the order problems read best."""
+    check_plugins(ctx)
+    check_release(ctx)
+    check_login(ctx)
+    check_node_ssh(ctx)
+    if ctx.spec.slurm.accounting and ctx.spec.slurm.accounting.host not in ctx.inv.hostvars:
+        ctx.fail(
+            ["slurm", "accounting", "host"],
+            f"accounting host `{ctx.spec.slurm.accounting.host}` is not a host of {ctx.inv.hosts_file.file}",
+        )
+    check_rest_api(ctx)
+    check_qos(ctx)
+    check_health(ctx)
+    check_configless(ctx)
+
+
+def check_release(ctx: CheckContext) -> None:
+    """Settings the target release cannot carry out."""
+    slurm = ctx.spec.slurm
+    facts = slurm.release
+    fabric = ctx.spec.fabric
+    if fabric.blocks and not facts.block_sizes:
+        why = (
+            "has topology/block only with BlockLevels, which gpucluster does not render"
+            if facts.block_topology
+            else "has no topology/block"
+        )
+        ctx.fail(
+            ["fabric", "blocks"],
+            f"NVLink blocks need topology/block with BlockSizes (Slurm >= 24.05); Slurm {slurm.release.name} {why}",
+        )
+    if slurm.mpi_default == "pmix" and not facts.packaging.pmix:
+        ctx.fail(
+            ["slurm", "mpi_default"],
+            f"the packages of Slurm {facts.name} carry no mpi/pmix plugin (srun --mpi offers pmi2 and "
+            "cray_shasta there): use pmi2, or packages built with PMIx (cluster.slurm.packages)",
+        )
+    health = slurm.health
+    if health is not None:
+        for index, state in enumerate(health.node_state):
+            if state not in facts.health_node_states:
+                ctx.fail(
+                    ["slurm", "health", "node_state", index],
+                    f"Slurm {facts.name} knows no HealthCheckNodeState `{state}` "
+                    f"(it knows {', '.join(facts.health_node_states)})",
+                )
+        if health.timeout != facts.health_check_kill_after and not facts.health_check_timeout:
+            ctx.fail(
+                ["slurm", "health", "timeout"],
+                f"Slurm {facts.name} kills the health check after {facts.health_check_kill_after} s and "
+                "has no HealthCheckTimeout (Slurm >= 26.05): leave the timeout at "
+                f"{facts.health_check_kill_after}",
+            )
+
+
+def check_plugins(ctx: CheckContext) -> None:
+    plugins = ctx.spec.slurm.task_plugins
+    if "none" in plugins and len(plugins) > 1:
+        ctx.fail(["slurm", "task_plugins"], "`none` cannot be combined with other task plugins")
+
+
+def check_login(ctx: CheckContext) -> None:
+    """Login hosts submit jobs and run none: a node of cluster.nodes would run slurmd there.
+    A controller may double as login host (small sites)."""
+    seen: set[str] = set()
+    for index, host in enumerate(ctx.spec.slurm.login):
+        parts: list[str | int] = ["slurm", "login", index]
+        if host in seen:
+            ctx.fail(parts, f"login host `{host}` is listed twice")
+            continue
+        seen.add(host)
+        if host not in ctx.inv.hostvars:
+            ctx.fail(parts, f"login host `{host}` is not a host of {ctx.inv.hosts_file.file}")
+        elif host in ctx.cluster.node_type_of:
+            ctx.fail(
+                parts,
+                f"login host `{host}` is a node of cluster.nodes (type "
+                f"`{ctx.cluster.node_type_of[host]}`): it would run jobs; remove it from its node group",
+            )
+
+
+def check_node_ssh(ctx: CheckContext) -> None:
+    """pam_slurm_adopt puts an ssh session into the job's cgroup: it needs proctrack/cgroup.
+    Admins must be accounts the inventory creates (when it creates any)."""
+    node_ssh = ctx.spec.slurm.node_ssh
+    if node_ssh is None:
+        return
+    if ctx.spec.slurm.proctrack != "cgroup":
+        ctx.fail(
+            ["slurm", "proctrack"],
+            f"slurm.node_ssh needs proctrack `cgroup` (is `{ctx.spec.slurm.proctrack}`): "
+            "pam_slurm_adopt adopts ssh sessions into the job's cgroup",
+        )
+    refuse_extra(ctx, ["PrologFlags"], "cluster.slurm.node_ssh (Contain, for pam_slurm_adopt)")
+    declared = {user.name for user in ctx.spec.users}
+    if not declared:
+        return
+    for index, admin in enumerate(node_ssh.admins):
+        if admin != "root" and admin not in declared:
+            ctx.fail(
+                ["slurm", "node_ssh", "admins", index],
+                f"admin `{admin}` is not a user of cluster.users",
+            )
+
+
+def check_rest_api(ctx: CheckContext) -> None:
+    """slurmrestd needs slurm.conf and a path to slurmctld: a controller or a login host. Its port
+    must be free there; the keys it renders must not come from `extra` too."""
+    slurm = ctx.spec.slurm
+    rest = slurm.rest_api
+    if rest is None:
+        return
+    parts: list[str | int] = ["slurm", "rest_api"]
+    if rest.host not in ctx.inv.hostvars:
+        ctx.fail([*parts, "host"], f"REST API host `{rest.host}` is not a host of {ctx.inv.hosts_file.file}")
+    elif rest.host not in slurm.controller and rest.host not in slurm.login:
+        ctx.fail(
+            [*parts, "host"],
+            f"REST API host `{rest.host}` is neither a controller nor a login host "
+            "(cluster.slurm.controller, cluster.slurm.login): slurmrestd runs where the Slurm "
+            "configuration is and no job runs",
+        )
+    if rest.host in slurm.controller and rest.port == SLURMCTLD_PORT:
+        ctx.fail([*parts, "port"], f"port {rest.port} is slurmctld's (SlurmctldPort) on `{rest.host}`")
+    if slurm.accounting and slurm.accounting.host == rest.host and slurm.accounting.port == rest.port:
+        ctx.fail(
+            [*parts, "port"],
+            f"port {rest.port} is slurmdbd's (cluster.slurm.accounting.port) on `{rest.host}`",
+        )
+    refuse_extra(ctx, ["AuthAltTypes", "AuthAltParameters"], "cluster.slurm.rest_api (JWT for slurmrestd)")
+
+
+def check_health(ctx: CheckContext) -> None:
+    """slurm.conf keys the health check renders must not come from `extra` too."""
+    health = ctx.spec.slurm.health
+    if health is None:
+        return
+    keys = ["HealthCheckProgram", "HealthCheckInterval", "HealthCheckNodeState"]
+    keys += ["Prolog"] if health.prolog else []
+    refuse_extra(ctx, keys, "cluster.slurm.health (gpucluster-healthcheck)")
+
+
+def refuse_extra(ctx: CheckContext, keys: list[str], setting: str) -> None:
+    """slurm.conf keys a setting renders: written in `extra` too, Slurm would keep only one line."""
+    for key in keys:
+        if key in ctx.spec.slurm.extra:
+            ctx.fail(["slurm", "extra", key], f"{key} is set by {setting}; remove it here")
+
+
+def check_configless(ctx: CheckContext) -> None:
+    """A configless slurmd reads only what slurmctld serves; topology.yaml is served only from
+    a maintenance release on (25.05.2), which the version must then name."""
+    slurm = ctx.spec.slurm
+    fabric = ctx.spec.fabric
+    if not slurm.configless or not (fabric.tree or fabric.blocks) or not slurm.release.topology_yaml:
+        return
+    if not configless_serves_topology_yaml(slurm.target):
+        since = slurm.release.configless_topology_yaml_since
+        fix = f"target {since} or later" if since else "target a release that does"
+        ctx.fail(
+            ["slurm", "configless"],
+            f"Slurm {slurm.version} renders topology.yaml, which its slurmctld does not serve to configless "
+            f"nodes: {fix}, or turn configless off",
+        )
+
+
+def check_qos(ctx: CheckContext) -> None:
+    names: set[str] = set()
+    for index, qos in enumerate(ctx.spec.qos):
+        if qos.name in names:
+            ctx.fail(["qos", index, "name"], f"QOS `{qos.name}` is defined twice")
+        names.add(qos.name)
+    for index, qos in enumerate(ctx.spec.qos):
+        for n, other in enumerate(qos.preempt):
+            if other not in names:
+                ctx.fail(["qos", index, "preempt", n], f"unknown QOS `{other}`")
