@@ -107,20 +107,21 @@ def plan(args: argparse.Namespace) -> int:
 
 
 def trial(args: argparse.Namespace) -> int:
-    """Start a throwaway real slurmctld (and slurmdbd) on the rendered Slurm files; exit 1 if it
-    logs errors or its topology differs from the inventory. Needs root and Debian's slurm-wlm."""
+    """Start a throwaway real slurmctld (and slurmdbd) of the inventory's release on the rendered
+    Slurm files (the host's own Slurm, or the lab image of the release's Debian suite); exit 1 if
+    it logs errors or its topology differs from the inventory. Needs root."""
     from gpucluster.render import render_files
-    from gpucluster.trial.slurmctld import TrialUnavailable, expected_topology, run_trial
+    from gpucluster.trial.slurmctld import TrialUnavailable, run_trial, topology_matches
 
     cluster = _load(args.inventory)
     try:
-        result = run_trial(cluster, render_files(cluster, only=["slurm"]), seconds=args.seconds)
+        result = run_trial(cluster, render_files(cluster, only=["slurm"]), seconds=args.seconds, progress=err)
     except TrialUnavailable as exc:
         err(f"trial not possible here: {exc}")
         return 3
     for line in [*result.notes, *result.bad_lines]:
         err(line)
-    topology_ok = result.topology == expected_topology(cluster)
+    topology_ok = topology_matches(cluster, result)
     out(
         f"slurmctld {'started' if result.started else 'did NOT start'}; "
         f"{len(result.bad_lines)} error line(s); topology {'matches' if topology_ok else 'DIFFERS from'} the inventory"

@@ -343,17 +343,31 @@ class HealthSettings(Strict):
     """gpucluster-healthcheck as Slurm's HealthCheckProgram (and Prolog) on every Slurm node."""
 
     interval: Annotated[int, Field(ge=1, le=65535)] = spec(
-        "HealthCheckInterval in seconds. A run takes at most `timeout` - 10 s; "
+        "HealthCheckInterval in seconds. A run takes at most the timeout less a margin; "
         "a run that finds the previous one still going does nothing.",
         Update.RECONFIGURE,
         default=300,
     )
-    timeout: Annotated[int, Field(ge=20, le=3600)] = spec(
+    timeout: Annotated[int, Field(ge=3, le=3600)] | None = spec(
         "Seconds Slurm lets a run take before killing it: HealthCheckTimeout, which only Slurm >= "
-        "26.05 has (older releases kill it at 60 s: leave 60 there). A run gives itself 10 s less.",
+        "26.05 has, and which must be below the interval there. Default: 60 (Slurm's), or one "
+        "second less than a shorter interval. Older releases kill the program at 60 s: leave it "
+        "unset there. A run gives itself a third of it, at most 10 s, less.",
         Update.RECONFIGURE,
-        default=60,
+        default=None,
     )
+
+    def effective_timeout(self, kill_after: int, configurable: bool) -> int:
+        """The seconds Slurm allows a run: `kill_after` where the release fixes it."""
+        if not configurable:
+            return kill_after
+        return self.timeout if self.timeout is not None else min(kill_after, self.interval - 1)
+
+    @staticmethod
+    def budget(timeout: int) -> int:
+        """What a run allows itself: the timeout less a margin for slurmd to see it end."""
+        return timeout - min(10, timeout // 3)
+
     node_state: list[
         Literal["ALLOC", "ANY", "CYCLE", "IDLE", "MIXED", "NONDRAINED_IDLE", "START_ONLY", "REBOOT_ONLY"]
     ] = spec(

@@ -1,4 +1,5 @@
-"""The lab image: Debian 12 from debootstrap with the roles' packages baked in, tagged by content hash.
+"""The lab images: one per Debian suite (bookworm 22.05, trixie 24.11, forky 26.05), each a
+debootstrap root with the roles' packages baked in, tagged by content hash.
 
 Lab nodes have no route to a package mirror, so the image carries every package the roles
 install; `ansible.builtin.apt` with state=present is then a no-op on the nodes. Nothing comes
@@ -20,7 +21,12 @@ from pathlib import Path
 from gpucluster.lab.paths import IMAGE_RECIPE_DIR, IMAGE_REPO, podman_env, state_dir
 from gpucluster.lab.shell import LabError, run
 
-SUITE = "bookworm"
+DEFAULT_SUITE = "bookworm"
+# debootstrap scripts of suites the host's (Debian 12) debootstrap does not know by name.
+DEBOOTSTRAP_SCRIPTS = {"forky": "/usr/share/debootstrap/scripts/sid"}
+# The archive is a stored snapshot: a suite whose Release file is past its Valid-Until (testing's
+# are short-lived) would be refused by apt.
+APT_OPTIONS = ("-o", "Acquire::Check-Valid-Until=false")
 MIRROR = os.environ.get("GPUCLUSTER_LAB_MIRROR", "http://deb.debian.org/debian")
 # Services the roles enable themselves; disabled in the image so a fresh node boots quiet.
 # (ssh: slurm_login enables it on login nodes only; nfs-server and rpcbind: the NFS server role.)
@@ -34,24 +40,47 @@ ROLE_SERVICES = (
     "ssh",
     "nfs-server",
     "rpcbind",
+    "sackd",
 )
 # Bump when the build steps below change (the package list is hashed on its own).
-RECIPE_VERSION = "6"
+RECIPE_VERSION = "7"
 
 Progress = Callable[[str], None]
 
 
-def package_list(recipe_dir: Path = IMAGE_RECIPE_DIR) -> list[str]:
-    lines = (recipe_dir / "packages.txt").read_text(encoding="utf-8").splitlines()
-    return [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
+def package_list(suite: str = DEFAULT_SUITE, recipe_dir: Path = IMAGE_RECIPE_DIR) -> list[str]:
+    """The packages of `suite`'s image: every line without a suite list, and those naming it."""
+    packages = []
+    for raw in (recipe_dir / "packages.txt").read_text(encoding="utf-8").splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        name, _, suites = line.partition("[")
+        if not suites or suite in suites.rstrip("]").split():
+            packages.append(name.strip())
+    return packages
 
 
-def image_tag(recipe_dir: Path = IMAGE_RECIPE_DIR) -> str:
-    """`localhost/gpucluster-lab:<hash>`: the hash covers the suite, packages and build steps."""
+def image_tag(suite: str = DEFAULT_SUITE, recipe_dir: Path = IMAGE_RECIPE_DIR) -> str:
+    """`localhost/gpucluster-lab:<suite>-<hash>`: the hash covers the suite, packages and build steps."""
     digest = hashlib.sha256()
-    for part in (SUITE, RECIPE_VERSION, *package_list(recipe_dir)):
+    for part in (suite, RECIPE_VERSION, *package_list(suite, recipe_dir)):
         digest.update(part.encode() + b"\n")
-    return f"{IMAGE_REPO}:{digest.hexdigest()[:12]}"
+    return f"{IMAGE_REPO}:{suite}-{digest.hexdigest()[:12]}"
+
+
+def suite_of(release_name: str) -> str:
+    """The Debian suite whose packages are Slurm `release_name` (the lab runs only those)."""
+    from gpucluster.slurm.releases import PROVEN, RELEASES
+
+    facts = RELEASES.get(release_name)
+    suite = facts.packaging.debian_suite if facts else None
+    if suite is None:
+        raise LabError(
+            f"the lab runs Slurm from Debian's packages only ({', '.join(PROVEN)}); "
+            f"no Debian suite carries Slurm {release_name}"
+        )
+    return suite
 
 
 def image_exists(tag: str) -> bool:
@@ -59,6 +88,8 @@ def image_exists(tag: str) -> bool:
 
 
 def _in_root(rootfs: Path, *cmd: str) -> None:
+    if cmd[0] == "apt-get":
+        cmd = (cmd[0], *APT_OPTIONS, *cmd[1:])
     run(
         ["chroot", str(rootfs), *cmd],
         env={**os.environ, "DEBIAN_FRONTEND": "noninteractive", "LC_ALL": "C"},
@@ -66,21 +97,26 @@ def _in_root(rootfs: Path, *cmd: str) -> None:
     )
 
 
-def build_image(tag: str, progress: Progress) -> None:
+def _has_unit(rootfs: Path, unit: str) -> bool:
+    return any((rootfs / d / unit).exists() for d in ("lib/systemd/system", "usr/lib/systemd/system"))
+
+
+def build_image(tag: str, suite: str, progress: Progress) -> None:
     """debootstrap -> apt-get install the package list -> tidy -> podman import as `tag`."""
-    work = state_dir() / "image-build"
+    work = state_dir() / f"image-build-{suite}"
     rootfs = work / "rootfs"
     if work.exists():
         shutil.rmtree(work)
     rootfs.mkdir(parents=True)
     try:
-        progress(f"image: debootstrap {SUITE} (minbase)")
-        run(["debootstrap", "--variant=minbase", SUITE, str(rootfs), MIRROR], timeout=1800)
+        progress(f"image: debootstrap {suite} (minbase)")
+        script = [DEBOOTSTRAP_SCRIPTS[suite]] if suite in DEBOOTSTRAP_SCRIPTS else []
+        run(["debootstrap", "--variant=minbase", suite, str(rootfs), MIRROR, *script], timeout=1800)
         policy = rootfs / "usr/sbin/policy-rc.d"
         # Packages must not start daemons inside the build root.
         policy.write_text("#!/bin/sh\nexit 101\n", encoding="utf-8")
         policy.chmod(0o755)
-        packages = package_list()
+        packages = package_list(suite)
         progress(f"image: apt-get install {len(packages)} packages")
         # Maintainer scripts need /proc; it is unmounted before the tree is archived.
         proc = rootfs / "proc"
@@ -89,7 +125,8 @@ def build_image(tag: str, progress: Progress) -> None:
             _in_root(rootfs, "apt-get", "update", "-qq")
             _in_root(rootfs, "apt-get", "install", "-y", "-qq", "--no-install-recommends", *packages)
             _in_root(rootfs, "apt-get", "clean")
-            _in_root(rootfs, "systemctl", "disable", *(f"{name}.service" for name in ROLE_SERVICES))
+            units = [f"{name}.service" for name in ROLE_SERVICES if _has_unit(rootfs, f"{name}.service")]
+            _in_root(rootfs, "systemctl", "disable", *units)
             # Debian enables socket activation: systemd itself would listen on *:3306 on every lab
             # host, including those that never run MariaDB (the slurm_dbd role turns it off on its own).
             _in_root(rootfs, "systemctl", "disable", "mariadb.socket", "rpcbind.socket")
@@ -151,26 +188,32 @@ def _build_lock() -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def ensure_image(progress: Progress, rebuild: bool = False) -> tuple[str, bool]:
-    """The image tag, building it unless cached; returns (tag, built)."""
-    tag = image_tag()
+def ensure_image(progress: Progress, suite: str = DEFAULT_SUITE, rebuild: bool = False) -> tuple[str, bool]:
+    """The image tag of `suite`, building it unless cached; returns (tag, built)."""
+    tag = image_tag(suite)
     with _build_lock():
         if image_exists(tag) and not rebuild:
             progress(f"image: {tag} (cached)")
             return tag, False
-        build_image(tag, progress)
+        build_image(tag, suite, progress)
     return tag, True
 
 
 def main() -> None:
-    """`python -m gpucluster.lab.image`: build the image unless cached, print its tag
-    (with --containers-conf: print the containers.conf path podman must use)."""
+    """`python -m gpucluster.lab.image [--release YY.MM]`: build the image of the release's Debian
+    suite unless cached, print its tag (--containers-conf: print the containers.conf podman must use)."""
+    import argparse
     import sys
 
-    if "--containers-conf" in sys.argv[1:]:
+    parser = argparse.ArgumentParser(prog="python -m gpucluster.lab.image")
+    parser.add_argument("--release", default=None, help="Slurm release (default: bookworm's 22.05)")
+    parser.add_argument("--containers-conf", action="store_true")
+    args = parser.parse_args()
+    if args.containers_conf:
         print(podman_env()["CONTAINERS_CONF"])
         return
-    tag, _ = ensure_image(lambda message: print(message, file=sys.stderr))
+    suite = suite_of(args.release) if args.release else DEFAULT_SUITE
+    tag, _ = ensure_image(lambda message: print(message, file=sys.stderr), suite)
     print(tag)
 
 

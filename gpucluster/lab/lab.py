@@ -107,6 +107,8 @@ def up(
     # Before anything is built: the playbook needs these, and a lab without them is half made.
     for tool in REQUIRED_TOOLS:
         venv_tool(tool)
+    # Refused before anything is created: the lab runs Debian's packages of the target release.
+    suite = image.suite_of(cluster.release.name)
     state = LabState.load() or LabState()
     source = str(inventory.resolve())
     if state.inventory and state.inventory != source:
@@ -114,7 +116,7 @@ def up(
     state.inventory = source
     state.subnet = state.subnet or network.DEFAULT_SUBNET
     state.save()
-    tag, _ = image.ensure_image(progress, rebuild=rebuild_image)
+    tag, _ = image.ensure_image(progress, suite, rebuild=rebuild_image)
     state.image = tag
     hosts = lab_hosts(cluster)
     state.addresses = network.plan_addresses(hosts, state.subnet)

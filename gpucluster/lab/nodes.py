@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
+from gpucluster.lab import cgroups
 from gpucluster.lab.network import netns_path
 from gpucluster.lab.paths import PREFIX, podman_env
 from gpucluster.lab.shell import LabError, run
@@ -54,14 +54,14 @@ def start_node(
         if name not in state.containers:
             raise LabError(f"container {name} exists but this lab did not create it")
         if not container_running(name):
-            podman("start", name)
-            make_cgroups_writable(name)
+            start_container(name)
+        cgroups.prepare(name, podman_env())
         return False
     args = [
         "run", "-d", "--name", name, "--hostname", host,
         "--label", f"{LABEL}={host}",
         "--network", f"ns:{netns_path(host)}",
-        "--systemd=always", "--pull=never",
+        "--systemd=always", "--pull=never", *cgroups.PODMAN_ARGS,
         # slurmstepd (root) pins a user's tasks to their CPUs (task/affinity): sched_setaffinity on
         # another user's process needs CAP_SYS_NICE, which root has on a host and podman drops.
         "--cap-add", "SYS_NICE",
@@ -75,38 +75,15 @@ def start_node(
         args += ["--volume", f"{source}:{target}:rw"]
     state.containers[name] = host
     state.save()
-    podman(*args, image, "/sbin/init")
-    make_cgroups_writable(name)
+    podman(*args, image, *cgroups.INIT_COMMAND)
+    cgroups.prepare(name, podman_env())
     return True
 
 
-def read_only_cgroup_mounts(mountinfo: str) -> list[str]:
-    """Mount points of the cgroup v1 controllers that `mountinfo` (/proc/PID/mountinfo) shows
-    read-only. Named hierarchies (name=systemd) are no controllers: podman already mounts the
-    container's systemd one read-write."""
-    points: list[str] = []
-    for line in mountinfo.splitlines():
-        fields, _, rest = line.partition(" - ")
-        parts, after = fields.split(), rest.split()
-        if len(parts) < 6 or len(after) < 3 or after[0] != "cgroup":
-            continue
-        if "ro" in parts[5].split(",") and not any(o.startswith("name=") for o in after[2].split(",")):
-            points.append(parts[4])
-    return points
-
-
-def make_cgroups_writable(name: str) -> None:
-    """Remount the container's cgroup v1 controllers read-write, so slurmd's proctrack/cgroup and
-    task/cgroup (and pam_slurm_adopt) work as on a real host. podman mounts them read-only, each
-    holding only the container's own subtree, so writing there cannot touch another container's
-    or the host's cgroups. Done from the host with nsenter into the container's mount namespace:
-    the container keeps podman's default capabilities. (A private cgroup namespace would hide the
-    host's path in /proc/self/cgroup, but then the container's systemd, lacking CAP_SYS_ADMIN,
-    cannot track its services' processes: munge never finished starting.)"""
-    pid = podman("container", "inspect", "--format", "{{.State.Pid}}", name).strip()
-    mountinfo = Path(f"/proc/{pid}/mountinfo").read_text(encoding="utf-8")
-    for point in read_only_cgroup_mounts(mountinfo):
-        run(["nsenter", "-t", pid, "-m", "mount", "-o", "remount,bind,rw", point])
+def start_container(name: str) -> None:
+    """Start a stopped lab container: its systemd boots once its cgroups are mounted."""
+    podman("start", name)
+    cgroups.prepare(name, podman_env())
 
 
 def wait_for_systemd(name: str, timeout: float = 60) -> None:

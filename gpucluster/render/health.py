@@ -54,11 +54,18 @@ def devices_of(node_type: NodeType) -> list[str]:
     return expand(gpus.devices) if gpus and gpus.devices else []
 
 
+def health_timeout(cluster: Cluster, health: HealthSettings) -> int:
+    """The seconds Slurm allows a run of the health check on the target release."""
+    facts = cluster.release
+    return health.effective_timeout(facts.health_check_kill_after, facts.health_check_timeout)
+
+
 def render_health_conf(cluster: Cluster, health: HealthSettings, sections: list[Section]) -> str:
     return render_template(
         "slurm/healthcheck.conf.j2",
         header=header(cluster.source),
         health=health,
+        budget=health.budget(health_timeout(cluster, health)),
         sections=sorted(sections, key=lambda s: s.name),
         devices_of=devices_of,
     )

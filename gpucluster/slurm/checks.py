@@ -62,13 +62,20 @@ def check_release(ctx: CheckContext) -> None:
                     f"Slurm {facts.name} knows no HealthCheckNodeState `{state}` "
                     f"(it knows {', '.join(facts.health_node_states)})",
                 )
-        if health.timeout != facts.health_check_kill_after and not facts.health_check_timeout:
+        if health.timeout is not None and not facts.health_check_timeout:
             ctx.fail(
                 ["slurm", "health", "timeout"],
                 f"Slurm {facts.name} kills the health check after {facts.health_check_kill_after} s and "
-                "has no HealthCheckTimeout (Slurm >= 26.05): leave the timeout at "
-                f"{facts.health_check_kill_after}",
+                "has no HealthCheckTimeout (Slurm >= 26.05): remove the timeout",
             )
+        elif health.timeout is not None and health.timeout >= health.interval:
+            ctx.fail(
+                ["slurm", "health", "timeout"],
+                f"HealthCheckTimeout {health.timeout} must be below HealthCheckInterval {health.interval} "
+                f"(slurmctld {facts.name} logs an error otherwise)",
+            )
+        elif health.interval < 2:
+            ctx.fail(["slurm", "health", "interval"], "an interval of 1 s leaves the health check no time")
 
 
 def check_plugins(ctx: CheckContext) -> None:

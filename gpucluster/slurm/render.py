@@ -8,7 +8,7 @@ from gpucluster import yamlout
 from gpucluster.cluster import Cluster
 from gpucluster.hostlists import compress
 from gpucluster.model import NodeType, Owner
-from gpucluster.render.health import HEALTH_CONF, HEALTH_PROGRAM, bare_metal_health_conf
+from gpucluster.render.health import HEALTH_CONF, HEALTH_PROGRAM, bare_metal_health_conf, health_timeout
 from gpucluster.render.templating import header, render_template
 from gpucluster.slurm.accounts import desired_associations
 from gpucluster.slurm.releases import configless_serves_topology_yaml
@@ -27,7 +27,9 @@ CONFIGLESS_SERVED = (
     "plugstack.conf", "topology.conf",
 )  # fmt: skip
 # Every file render_slurm may install in /etc/slurm (accounts.yaml stays with slurm_accounts).
-SLURM_FILES = ("slurm.conf", "cgroup.conf", "gres.conf", "topology.conf", "topology.yaml", HEALTH_CONF)
+SLURM_FILES = (
+    "slurm.conf", "cgroup.conf", "plugstack.conf", "gres.conf", "topology.conf", "topology.yaml", HEALTH_CONF,
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -118,6 +120,7 @@ def _context(cluster: Cluster) -> dict[str, object]:
         "jobacct_gather": "cgroup" if slurm.proctrack == "cgroup" else "linux",
         "gres_types": ["gpu"] if has_gpus else [],
         "health_program": HEALTH_PROGRAM,
+        "health_timeout": health_timeout(cluster, slurm.health) if slurm.health else None,
         "jwt_key": controller_key_path(slurm) if slurm.rest_api else None,
         "slurmctld_parameters": ctld_parameters,
         "extra": extra,
@@ -165,6 +168,7 @@ def render_slurm(cluster: Cluster) -> dict[str, str]:
         "slurm/accounts.yaml": render_accounts(cluster),
         "slurm/slurm.conf": render_template("slurm/slurm.conf.j2", **context),
         "slurm/cgroup.conf": render_template("slurm/cgroup.conf.j2", **context),
+        "slurm/plugstack.conf": render_template("slurm/plugstack.conf.j2", **context),
     }
     if context["has_gpus"]:
         files["slurm/gres.conf"] = render_template("slurm/gres.conf.j2", **context)

@@ -7,6 +7,15 @@ work=$1        # scratch dir (outside view), holds conf/ and receives results in
 host=$2        # controller hostname the config expects
 seconds=$3     # how long slurmctld runs before we read its state
 accounting=$4  # "yes" when slurm.conf configures slurmdbd
+daemon_user=${5:-root}  # who runs slurmctld and slurmdbd: the packages' units run them as slurm from trixie on
+dbd_apart=${6:-no}      # "yes": slurmdbd's host is not the primary controller (it runs in the peer namespace)
+as_daemon_user() { if [ "$daemon_user" = root ]; then "$@"; else runuser -u "$daemon_user" -- "$@"; fi; }
+# slurmdbd's host: the peer namespace when it is not the primary controller.
+as_dbd() {
+  local where=()
+  [ "$dbd_apart" = yes ] && where=(ip netns exec gpctrialpeer)
+  if [ "$daemon_user" = root ]; then "${where[@]}" "$@"; else "${where[@]}" runuser -u "$daemon_user" -- "$@"; fi
+}
 
 mount --make-rprivate /
 hostname "$host"
@@ -17,11 +26,19 @@ ip link set lo up
 ip link add gpctrial0 type veth peer name gpctrial1
 ip addr add 10.223.0.1/30 dev gpctrial0
 ip link set gpctrial0 up
-ip link set gpctrial1 up
 mkdir -p "$work/out"
 
 # Private views of the paths Debian's Slurm, munge and MariaDB use.
 mount -t tmpfs tmpfs /run
+# The other end of the veth in a namespace of its own, 10.223.0.2: the backup controllers' and a
+# separate slurmdbd host's address (see the hosts file). No slurmctld listens there, so the
+# primary's start-up notice to its backups is refused at once; slurmdbd, when it has a host of its
+# own, runs there.
+ip netns add gpctrialpeer
+ip link set gpctrial1 netns gpctrialpeer
+ip -n gpctrialpeer addr add 10.223.0.2/30 dev gpctrial1
+ip -n gpctrialpeer link set gpctrial1 up
+ip -n gpctrialpeer link set lo up
 mount --bind "$work/conf" /etc/slurm
 mount --bind "$work/hosts" /etc/hosts
 for dir in /var/lib/slurm /var/log/slurm /run/munge /etc/munge /var/lib/mysql /run/mysqld /var/log/munge /var/lib/munge; do
@@ -29,6 +46,13 @@ for dir in /var/lib/slurm /var/log/slurm /run/munge /etc/munge /var/lib/mysql /r
   mount -t tmpfs tmpfs "$dir"
 done
 mkdir -p /var/lib/slurm/slurmctld /var/lib/slurm/slurmd
+# The directories systemd makes for the daemons' pid files (RuntimeDirectory) where the packages
+# run them as slurm (Debian trixie and later).
+for pidfile in "$(sed -n 's/^SlurmctldPidFile=//p' /etc/slurm/slurm.conf)" \
+    "$(sed -n 's/^PidFile=//p' /etc/slurm/slurmdbd.conf 2>/dev/null)"; do
+  dir=$(dirname "$pidfile")
+  if [ -n "$pidfile" ] && [ "$dir" != /run ]; then mkdir -p "$dir" && chown slurm:slurm "$dir"; fi
+done
 # A throwaway JWT key where slurm.conf names one (the REST API; the path is in the private tmpfs).
 jwt_key=$(sed -n 's/^AuthAltParameters=.*jwt_key=\([^,]*\).*/\1/p' /etc/slurm/slurm.conf)
 if [ -n "$jwt_key" ]; then
@@ -48,22 +72,33 @@ if [ "$accounting" = yes ]; then
   mariadb-install-db --user=mysql --datadir=/var/lib/mysql --skip-test-db --auth-root-authentication-method=socket >"$work/out/mariadb-install.log" 2>&1
   runuser -u mysql -- /usr/sbin/mariadbd --datadir=/var/lib/mysql --socket=/run/mysqld/mysqld.sock \
     --skip-networking --pid-file=/run/mysqld/mysqld.pid --log-error=/var/lib/mysql/error.log \
-    --innodb-buffer-pool-size=4G --innodb-lock-wait-timeout=900 &
+    --innodb-buffer-pool-size=4G --innodb-lock-wait-timeout=900 --loose-innodb-snapshot-isolation=OFF &
   for _ in $(seq 100); do [ -S /run/mysqld/mysqld.sock ] && break; sleep 0.1; done
-  mariadb -e "CREATE USER IF NOT EXISTS 'slurm'@'localhost' IDENTIFIED VIA unix_socket; GRANT ALL ON slurm_acct_db.* TO 'slurm'@'localhost';"
-  /usr/sbin/slurmdbd -D >"$work/out/slurmdbd.log" 2>&1 &
-  for _ in $(seq 50); do timeout 5 sacctmgr -n -P show cluster >/dev/null 2>&1 && break; sleep 0.2; done
+  # The database exists before slurmdbd connects, as the slurm_dbd role makes it: 26.05's slurmdbd
+  # with MariaDB 11.8 fails its first query when it has to create it itself ("Number of columns in
+  # result (=1) ... exceeds ... (=0)").
+  mariadb -e "CREATE DATABASE IF NOT EXISTS slurm_acct_db; CREATE USER IF NOT EXISTS 'slurm'@'localhost' IDENTIFIED VIA unix_socket; GRANT ALL ON slurm_acct_db.* TO 'slurm'@'localhost';"
+  as_dbd /usr/sbin/slurmdbd -D >"$work/out/slurmdbd.log" 2>&1 &
+  dbd=$!
+  for _ in $(seq 50); do
+    kill -0 "$dbd" 2>/dev/null || break
+    timeout 5 sacctmgr -n -P show cluster >/dev/null 2>&1 && break
+    sleep 0.2
+  done
   cluster=$(sed -n 's/^ClusterName=//p' /etc/slurm/slurm.conf)
   # sacctmgr parses slurm.conf too: a broken file fails here first, and slurmctld says why below.
   timeout 20 sacctmgr -i add cluster "$cluster" >"$work/out/sacctmgr.log" 2>&1 || true
 fi
 
-/usr/sbin/slurmctld -D -c -v >"$work/out/slurmctld.stderr" 2>&1 &
+as_daemon_user /usr/sbin/slurmctld -D -c -v >"$work/out/slurmctld.stderr" 2>&1 &
 ctld=$!
+# Bounded whatever slurmctld does: a controller that never answers is reported, not waited for.
+deadline=$((SECONDS + 90))
 for _ in $(seq $((seconds * 10))); do
   kill -0 "$ctld" 2>/dev/null || break
+  [ "$SECONDS" -lt "$deadline" ] || break
   # A ping killed mid-RPC would itself make slurmctld log an error: give it time to answer.
-  timeout 30 scontrol ping >/dev/null 2>&1 && break
+  timeout 30 scontrol ping 2>/dev/null | grep -q '(primary) at .* is UP' && break
   sleep 0.1
 done
 sleep "$seconds"
@@ -72,6 +107,12 @@ if kill -0 "$ctld" 2>/dev/null; then
   # Everything logged so far is the daemon's verdict on the files; shutdown noise comes later.
   cp /var/log/slurm/slurmctld.log "$work/out/slurmctld.startup.log" 2>/dev/null || true
   timeout 10 scontrol show topology >"$work/out/topology" 2>&1 || true
+  # topology.yaml (25.05+) may define several topologies; `show topology` lists the default one.
+  if [ -f /etc/slurm/topology.yaml ]; then
+    for name in $(sed -n 's/^- topology: *"\{0,1\}\([^"]*\)"\{0,1\} *$/\1/p' /etc/slurm/topology.yaml); do
+      timeout 10 scontrol show topology "$name" >"$work/out/topology.$name" 2>&1 || true
+    done
+  fi
   timeout 10 scontrol show partition -o >"$work/out/partitions" 2>&1 || true
   timeout 10 scontrol show node -o >"$work/out/nodes" 2>&1 || true
   kill "$ctld"

@@ -13,15 +13,18 @@ import re
 import shutil
 import subprocess
 import tempfile
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
 from gpucluster.cluster import Cluster
 from gpucluster.hostlists import expand
+from gpucluster.lab.paths import podman_env
 from gpucluster.model import DEFAULT_STATE_SAVE_LOCATION
 from gpucluster.modelbase import Owner
-from gpucluster.slurm.releases import SlurmVersion
+from gpucluster.slurm.releases import PROVEN, SlurmVersion
 from gpucluster.slurm.restapi import JWT_KEY_NAME
 
 # Lines of a daemon log that mean the configuration is not accepted as is.
@@ -29,9 +32,13 @@ _BAD_LINE = re.compile(r"\b(fatal|error)\b", re.IGNORECASE)
 # A brand-new StateSaveLocation has no state files; slurmctld reports each missing one as an
 # error on every first start. They say nothing about the configuration.
 _FIRST_START = re.compile(
-    r"(Could not open \w+ state file|Trying backup state save file|No fed_mgr state file)"
+    r"(Could not open \w+ state file|Trying backup state save file|No fed_mgr state file"
+    # 24.11's slurmdbd, while slurmctld registers a cluster just added to an empty database.
+    r"|We can't find assoc 1 on cluster)"
 )
 _SWITCH_LINE = re.compile(r"SwitchName=(\S+)")
+# The address of the sandbox's second network namespace (sandbox.sh).
+PEER_ADDRESS = "10.223.0.2"
 
 
 class TrialUnavailable(RuntimeError):
@@ -44,6 +51,8 @@ class TrialResult:
     log: list[str]
     bad_lines: list[str]
     topology: dict[str, tuple[frozenset[str], frozenset[str]]] = field(default_factory=dict)
+    # NVLink blocks as slurmctld lists them: block -> nodes (aggregated blocks aside).
+    blocks: dict[str, frozenset[str]] = field(default_factory=dict)
     partitions: str = ""
     nodes: str = ""
     # What the trial could not try on this machine (the files are not at fault).
@@ -72,22 +81,57 @@ def installed_version() -> SlurmVersion | None:
     return SlurmVersion(*(int(g) for g in match.groups())) if match else None
 
 
-def check_available(cluster: Cluster) -> None:
+@dataclass(frozen=True)
+class Runner:
+    """Where the trial runs: the host's own Slurm when it is the target release, else the lab
+    image of the release's Debian suite (podman, no network: loopback only)."""
+
+    image: str | None  # None: the host
+    # The container's name, to remove it if the trial overruns its time.
+    name: str = field(default_factory=lambda: f"gpucluster-trial-{os.getpid()}-{time.monotonic_ns()}")
+
+    def command(self, script: str, work: Path, args: list[str]) -> list[str]:
+        sandbox = ["unshare", "--mount", "--uts", "--net", "--pid", "--fork", "--mount-proc", "bash"]
+        if self.image is None:
+            return [*sandbox, script, str(work), *args]
+        return [
+            "podman", "run", "--rm", "--name", self.name, "--network=none", "--pull=never",
+            # mount and ip inside the container's own namespaces, as unshare does on the host
+            "--cap-add=SYS_ADMIN", "--cap-add=NET_ADMIN",
+            "--volume", f"{work}:/trial", "--volume", f"{script}:/trial-sandbox.sh:ro",
+            self.image, *sandbox, "/trial-sandbox.sh", "/trial", *args,
+        ]  # fmt: skip
+
+
+def check_available(cluster: Cluster, progress: Callable[[str], None] | None = None) -> Runner:
+    """How to run the trial of this inventory's release here (TrialUnavailable: not at all)."""
     if not cluster.hosts_owned_by(Owner.SLURM):
         raise TrialUnavailable(
             "bare-metal Slurm owns no host of this inventory: there is no slurm.conf to try"
         )
-    if shutil.which("unshare") is None or shutil.which("slurmctld") is None:
-        raise TrialUnavailable("slurmctld/unshare not installed (Debian: slurm-wlm, util-linux)")
+    if shutil.which("unshare") is None:
+        raise TrialUnavailable("unshare not installed (Debian: util-linux)")
     if os.geteuid() != 0:
         raise TrialUnavailable("the trial needs root (it creates namespaces and mounts)")
-    version = installed_version()
-    if version is None or version.release != cluster.version.release:
-        have = "none" if version is None else str(version)
+    target = cluster.release
+    installed = installed_version()
+    if installed is not None and installed.release == target.name:
+        return Runner(None)
+    if not target.proven:
         raise TrialUnavailable(
-            f"target Slurm is {cluster.spec.slurm.version} but the installed slurmctld is {have}; "
-            "a trial proves a config only against the release it targets"
+            f"no real Slurm {target.name} daemons here: the trial runs Debian's packages of "
+            f"{', '.join(PROVEN)} (the host's own or a lab image)"
         )
+    if shutil.which("podman") is None or shutil.which("debootstrap") is None:
+        have = "none" if installed is None else str(installed)
+        raise TrialUnavailable(
+            f"target Slurm is {cluster.spec.slurm.version} but the installed slurmctld is {have}, and "
+            "podman/debootstrap are missing for the lab image of that release"
+        )
+    from gpucluster.lab import image
+
+    tag, _ = image.ensure_image(progress or (lambda message: None), image.suite_of(target.name))
+    return Runner(tag)
 
 
 def parse_topology(text: str) -> dict[str, tuple[frozenset[str], frozenset[str]]]:
@@ -102,6 +146,28 @@ def parse_topology(text: str) -> dict[str, tuple[frozenset[str], frozenset[str]]
         nodes = frozenset(expand(fields["Nodes"])) if fields.get("Nodes") else frozenset()
         switches[match.group(1)] = (children, nodes)
     return switches
+
+
+def parse_blocks(text: str) -> dict[str, frozenset[str]]:
+    """`scontrol show topology` of a block topology -> block -> its nodes."""
+    blocks: dict[str, frozenset[str]] = {}
+    for line in text.splitlines():
+        fields = dict(part.split("=", 1) for part in line.split() if "=" in part)
+        if "BlockName" in fields:
+            blocks[fields["BlockName"]] = (
+                frozenset(expand(fields["Nodes"])) if fields.get("Nodes") else frozenset()
+            )
+    return blocks
+
+
+def expected_blocks(cluster: Cluster) -> dict[str, frozenset[str]]:
+    """The NVLink blocks of the hosts bare-metal Slurm owns."""
+    return {name: frozenset(hosts) for name, hosts in cluster.owned_by(Owner.SLURM).blocks.items()}
+
+
+def topology_matches(cluster: Cluster, result: TrialResult) -> bool:
+    """slurmctld shows the inventory's switch tree and NVLink blocks, no more, no less."""
+    return result.topology == expected_topology(cluster) and result.blocks == expected_blocks(cluster)
 
 
 def expected_topology(cluster: Cluster) -> dict[str, tuple[frozenset[str], frozenset[str]]]:
@@ -120,7 +186,7 @@ def expected_topology(cluster: Cluster) -> dict[str, tuple[frozenset[str], froze
     return {s.name: (frozenset(s.switches), nodes_below(s.name)) for s in cluster.switches}
 
 
-def _slurmdbd_conf(jwt_key: str | None) -> str:
+def _slurmdbd_conf(jwt_key: str | None, pid_file: str) -> str:
     # Trial-only slurmdbd: socket-authenticated MariaDB user, no password on disk.
     jwt = ["AuthAltTypes=auth/jwt", f"AuthAltParameters=jwt_key={jwt_key}"] if jwt_key else []
     return "\n".join(
@@ -129,7 +195,7 @@ def _slurmdbd_conf(jwt_key: str | None) -> str:
             *jwt,
             "DbdHost=localhost",
             "SlurmUser=slurm",
-            "PidFile=/run/slurmdbd.pid",
+            f"PidFile={pid_file}",
             "LogFile=/var/log/slurm/slurmdbd.log",
             "StorageType=accounting_storage/mysql",
             "StorageHost=localhost",
@@ -161,13 +227,14 @@ JWT_NOT_TRIED = (
 )
 
 
-def _jwt(slurm_conf: str) -> tuple[str, str | None, list[str]]:
+def _jwt(slurm_conf: str, in_image: bool) -> tuple[str, str | None, list[str]]:
     """slurm.conf for the sandbox with the REST API's JWT lines, the key path the sandbox fills
     with a throwaway key (in its private state directory), and what the trial says about them.
     Without the plugin on this machine the lines are left out, and the trial says so."""
     if not re.search(r"^AuthAltTypes=.*auth/jwt", slurm_conf, flags=re.M):
         return slurm_conf, None, []
-    if not jwt_plugin_installed():
+    # The lab images carry the plugin.
+    if not in_image and not jwt_plugin_installed():
         return re.sub(r"^AuthAlt(Types|Parameters)=.*\n", "", slurm_conf, flags=re.M), None, [JWT_NOT_TRIED]
     key = f"{DEFAULT_STATE_SAVE_LOCATION}/{JWT_KEY_NAME}"
     private = re.sub(r"^AuthAltParameters=.*$", f"AuthAltParameters=jwt_key={key}", slurm_conf, flags=re.M)
@@ -175,15 +242,29 @@ def _jwt(slurm_conf: str) -> tuple[str, str | None, list[str]]:
 
 
 def _hosts_file(cluster: Cluster) -> str:
-    names = set(cluster.hosts) | set(cluster.spec.slurm.controller)
-    if cluster.spec.slurm.accounting:
-        names.add(cluster.spec.slurm.accounting.host)
-    return "127.0.0.1 localhost " + " ".join(sorted(names)) + "\n::1 localhost\n"
+    """The primary controller and the nodes on loopback; the backup controllers and a slurmdbd host
+    of its own on the sandbox's peer address (sandbox.sh), where no slurmctld listens."""
+    slurm = cluster.spec.slurm
+    primary = slurm.controller[0]
+    apart = set(slurm.controller[1:])
+    if slurm.accounting and slurm.accounting.host != primary:
+        apart.add(slurm.accounting.host)
+    local = (set(cluster.hosts) | {primary}) - apart
+    lines = ["127.0.0.1 localhost " + " ".join(sorted(local)), "::1 localhost"]
+    if apart:
+        lines.append(f"{PEER_ADDRESS} " + " ".join(sorted(apart)))
+    return "\n".join(lines) + "\n"
 
 
-def run_trial(cluster: Cluster, files: dict[str, str], seconds: int = 3, timeout: int = 120) -> TrialResult:
+def run_trial(
+    cluster: Cluster,
+    files: dict[str, str],
+    seconds: int = 3,
+    timeout: int = 120,
+    progress: Callable[[str], None] | None = None,
+) -> TrialResult:
     """Start slurmctld on the rendered `slurm/` files and report what it logged and shows."""
-    check_available(cluster)
+    runner = check_available(cluster, progress)
     with tempfile.TemporaryDirectory(prefix="gpucluster-trial-") as tmp:
         work = Path(tmp)
         conf = work / "conf"
@@ -193,22 +274,44 @@ def run_trial(cluster: Cluster, files: dict[str, str], seconds: int = 3, timeout
         for rel, content in files.items():
             if rel.startswith("slurm/") and rel.count("/") == 1:
                 if rel == "slurm/slurm.conf":
-                    content, jwt_key, notes = _jwt(_private_state_dir(content))
+                    content, jwt_key, notes = _jwt(_private_state_dir(content), runner.image is not None)
                 (conf / rel.split("/", 1)[1]).write_text(content, encoding="utf-8")
         accounting = cluster.spec.slurm.accounting is not None
         if accounting:
             dbd = conf / "slurmdbd.conf"
-            dbd.write_text(_slurmdbd_conf(jwt_key), encoding="utf-8")
+            dbd.write_text(
+                _slurmdbd_conf(jwt_key, cluster.release.packaging.slurmdbd_pid_file), encoding="utf-8"
+            )
             dbd.chmod(0o600)
             shutil.chown(dbd, "slurm", "slurm")
         (work / "hosts").write_text(_hosts_file(cluster), encoding="utf-8")
         script = resources.files("gpucluster.trial").joinpath("sandbox.sh")
-        command = [
-            "unshare", "--mount", "--uts", "--net", "--pid", "--fork", "--mount-proc",
-            "bash", str(script), str(work), cluster.spec.slurm.controller[0], str(seconds),
-            "yes" if accounting else "no",
+        daemon_user = "slurm" if cluster.release.packaging.daemons_run_as_slurm else "root"
+        dbd_apart = accounting and cluster.spec.slurm.accounting.host != cluster.spec.slurm.controller[0]  # type: ignore[union-attr]
+        args = [
+            cluster.spec.slurm.controller[0], str(seconds), "yes" if accounting else "no", daemon_user,
+            "yes" if dbd_apart else "no",
         ]  # fmt: skip
-        proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
+        env = podman_env() if runner.image else None
+        try:
+            proc = subprocess.run(
+                runner.command(str(script), work, args),
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                check=False,
+                env=env,
+            )
+        except subprocess.TimeoutExpired:
+            if runner.image:
+                subprocess.run(
+                    ["podman", "rm", "--force", "--time=0", runner.name],
+                    env=env,
+                    capture_output=True,
+                    check=False,
+                )
+            message = f"trial: slurmctld did not finish its trial within {timeout} s"
+            return TrialResult(started=False, log=[message], bad_lines=[message])
         out = work / "out"
         state = (out / "state").read_text().strip() if (out / "state").is_file() else "none"
         log: list[str] = []
@@ -224,11 +327,14 @@ def run_trial(cluster: Cluster, files: dict[str, str], seconds: int = 3, timeout
         def read(name: str) -> str:
             return (out / name).read_text(errors="replace") if (out / name).is_file() else ""
 
+        # Every topology slurmctld showed: the default one, and each of topology.yaml by name.
+        shown = "\n".join(read(path.name) for path in sorted(out.glob("topology*")))
         return TrialResult(
             started=state == "running",
             log=log,
             bad_lines=[line for line in log if _BAD_LINE.search(line) and not _expected_noise(cluster, line)],
-            topology=parse_topology(read("topology")),
+            topology=parse_topology(shown),
+            blocks=parse_blocks(shown),
             partitions=read("partitions"),
             nodes=read("nodes"),
             notes=notes,

@@ -29,7 +29,7 @@ SERVED_DIR = "/run/slurm/conf"
 SLURM_COMMON_DEFAULTS = (
     Path(__file__).resolve().parents[2] / "roles" / "slurm_common" / "defaults" / "main.yml"
 )
-ALWAYS_RENDERED = ("slurm.conf", "cgroup.conf")
+ALWAYS_RENDERED = ("slurm.conf", "cgroup.conf", "plugstack.conf")
 OPTIONAL_FILES = ("gres.conf", "topology.conf", "topology.yaml")  # when the role cannot be read
 # Where nccl-tests' all_reduce_perf is looked for on GPU nodes, after PATH.
 ALL_REDUCE_PERF_PATHS = (

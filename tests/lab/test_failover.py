@@ -70,7 +70,7 @@ def ha_lab(lab_cluster: Lab) -> Iterator[Lab]:
     lab = lab_cluster
     primary, backup = _controllers(lab)
     if not nodes.container_running(nodes.container_name(primary)):
-        _podman("start", nodes.container_name(primary))
+        nodes.start_container(nodes.container_name(primary))
         nodes.wait_for_systemd(nodes.container_name(primary))
     for host in (primary, backup):
         lab.sh("systemctl", "start", "munge", "slurmctld", host=host)
@@ -171,7 +171,7 @@ def test_srun_works_while_the_primary_host_is_down(ha_lab: Lab) -> None:
             lambda: slurmd_started() not in ("", before), 60, f"{node}'s slurmd to register with {backup}"
         )
     # Bring it back (the fixture also would): systemd starts every daemon the roles enabled.
-    _podman("start", nodes.container_name(primary))
+    nodes.start_container(nodes.container_name(primary))
     nodes.wait_for_systemd(nodes.container_name(primary))
     lab.wait(
         lambda: _ping(lab, backup) == {primary: "UP", backup: "UP"},

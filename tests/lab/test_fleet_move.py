@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -50,6 +51,12 @@ def _never_requeued(lab_cluster: Lab, job: str) -> bool:
 
 
 def test_node_moves_to_kubernetes_and_back(lab_cluster: Lab) -> None:
+    move_out_and_back(lab_cluster, DEFAULT_INVENTORY)
+
+
+def move_out_and_back(lab_cluster: Lab, inventory: Path) -> None:
+    """gpu04 to Kubernetes while a job runs on it and another elsewhere, then back (the lab of
+    `inventory`, whatever its release)."""
     lab_cluster.sh("rm", "-f", RELEASE, host=MOVING)
     moving_job = lab_cluster.submit(
         f"--nodelist={MOVING}", f"--wrap=while [ ! -e {RELEASE} ]; do sleep 1; done", user="alice"
@@ -59,11 +66,9 @@ def test_node_moves_to_kubernetes_and_back(lab_cluster: Lab) -> None:
         lambda: _running(lab_cluster, moving_job) and _running(lab_cluster, other_job), 30, "both jobs"
     )
 
-    target = inventory_dir(DEFAULT_INVENTORY)
+    target = inventory_dir(inventory)
     cluster_file = target / "group_vars" / "all" / "cluster.yml"
-    cluster_file.write_text(
-        gpu04_to_kubernetes((DEFAULT_INVENTORY / "group_vars/all/cluster.yml").read_text())
-    )
+    cluster_file.write_text(gpu04_to_kubernetes((inventory / "group_vars/all/cluster.yml").read_text()))
     result: dict[str, Any] = {"slurmctld_pid": _slurmctld_pid(lab_cluster)}
 
     def move() -> None:
@@ -75,7 +80,7 @@ def test_node_moves_to_kubernetes_and_back(lab_cluster: Lab) -> None:
     mover = threading.Thread(target=move)
     mover.start()
     try:
-        _check_move(lab_cluster, moving_job, other_job, mover, result)
+        _check_move(lab_cluster, target, moving_job, other_job, mover, result)
     finally:
         # Whatever happened, the job may end and the lab goes back to its own inventory.
         lab_cluster.sh("touch", RELEASE, host=MOVING)
@@ -86,9 +91,13 @@ def test_node_moves_to_kubernetes_and_back(lab_cluster: Lab) -> None:
 
 
 def _check_move(
-    lab_cluster: Lab, moving_job: str, other_job: str, mover: threading.Thread, result: dict[str, Any]
+    lab_cluster: Lab,
+    target: Path,
+    moving_job: str,
+    other_job: str,
+    mover: threading.Thread,
+    result: dict[str, Any],
 ) -> None:
-    target = inventory_dir(DEFAULT_INVENTORY)
     # From the moment the move begins, nothing new starts on the node; its job keeps running.
     lab_cluster.wait(lambda: "drain" in lab_cluster.node_states().get(MOVING, ""), 300, f"{MOVING} drained")
     reason = lab_cluster.ok("sinfo", "--noheader", "--Node", f"--nodes={MOVING}", "--format=%E").strip()
@@ -105,12 +114,16 @@ def _check_move(
     run: PlaybookRun = result["run"]
     log = run.log.read_text()
     assert "TASK [slurm_common : Drain the nodes leaving Slurm" in log
-    # A change of the node definitions (here: one node fewer) is applied by restarting the
-    # daemons, as Slurm 22.05 needs; no reconfigure.
-    assert "RUNNING HANDLER [slurm_common : Restart slurmctld]" in log
-    assert "RUNNING HANDLER [slurm_common : Restart slurmd]" in log
-    assert "RUNNING HANDLER [slurm_common : Reconfigure Slurm]" not in log
-    assert _slurmctld_pid(lab_cluster) != result["slurmctld_pid"]
+    # A change of the node definitions (here: one node fewer): from 24.11 on `scontrol
+    # reconfigure` applies it; before, only restarting the daemons does.
+    if lab_cluster.cluster.release.reconfigure_node_changes:
+        assert "RUNNING HANDLER [slurm_common : Reconfigure Slurm]" in log
+        assert "RUNNING HANDLER [slurm_common : Restart slurmctld]" not in log
+    else:
+        assert "RUNNING HANDLER [slurm_common : Restart slurmctld]" in log
+        assert "RUNNING HANDLER [slurm_common : Restart slurmd]" in log
+        assert "RUNNING HANDLER [slurm_common : Reconfigure Slurm]" not in log
+        assert _slurmctld_pid(lab_cluster) != result["slurmctld_pid"]
 
     # The job on the moving node finished normally; the job elsewhere survived the restart.
     assert _state(lab_cluster, moving_job) == "COMPLETED"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gpucluster.lab import image, inventory, lab, network, nodes
+from gpucluster.lab import cgroups, image, inventory, lab, network
 from gpucluster.lab.paths import DEFAULT_INVENTORY, IMAGE_RECIPE_DIR
 from gpucluster.lab.shell import LabError
 from gpucluster.lab.state import LabState
@@ -36,12 +36,24 @@ def test_addresses_are_distinct_and_inside_the_subnet() -> None:
 def test_image_tag_follows_the_package_list(tmp_path: Path) -> None:
     recipe = tmp_path / "recipe"
     shutil.copytree(IMAGE_RECIPE_DIR, recipe)
-    before = image.image_tag(recipe)
-    assert before == image.image_tag(IMAGE_RECIPE_DIR)
+    before = {suite: image.image_tag(suite, recipe) for suite in ("bookworm", "trixie", "forky")}
+    assert before == {suite: image.image_tag(suite, IMAGE_RECIPE_DIR) for suite in before}
+    assert len(set(before.values())) == 3 and all(f":{suite}-" in tag for suite, tag in before.items())
     (recipe / "packages.txt").write_text((recipe / "packages.txt").read_text() + "# a comment only\n")
-    assert image.image_tag(recipe) == before
-    (recipe / "packages.txt").write_text((recipe / "packages.txt").read_text() + "strace\n")
-    assert image.image_tag(recipe) != before
+    assert {suite: image.image_tag(suite, recipe) for suite in before} == before
+    # A package for one suite changes that suite's image only.
+    (recipe / "packages.txt").write_text((recipe / "packages.txt").read_text() + "strace [trixie]\n")
+    after = {suite: image.image_tag(suite, recipe) for suite in before}
+    assert [suite for suite in before if after[suite] != before[suite]] == ["trixie"]
+    assert "strace" in image.package_list("trixie", recipe) and "strace" not in image.package_list(
+        "forky", recipe
+    )
+
+
+def test_each_proven_release_has_its_suite_and_others_are_refused() -> None:
+    assert [image.suite_of(r) for r in ("22.05", "24.11", "26.05")] == ["bookworm", "trixie", "forky"]
+    with pytest.raises(LabError, match=r"no Debian suite carries Slurm 25\.11"):
+        image.suite_of("25.11")
 
 
 def test_image_bakes_every_package_the_roles_install() -> None:
@@ -81,7 +93,7 @@ def test_only_read_only_cgroup_v1_mounts_are_remounted() -> None:
     # The mount's own options decide (field 6), not the superblock's after " - "; optional
     # fields (shared:5) may come before the separator; tmpfs, cgroup2 and the named systemd
     # hierarchy are left alone.
-    assert nodes.read_only_cgroup_mounts(MOUNTINFO) == ["/sys/fs/cgroup/memory", "/sys/fs/cgroup/freezer"]
+    assert cgroups.read_only_cgroup_mounts(MOUNTINFO) == ["/sys/fs/cgroup/memory", "/sys/fs/cgroup/freezer"]
 
 
 def test_gpu_devices_come_from_the_inventory() -> None:

@@ -1,5 +1,6 @@
 """The REST API (cluster.slurm.rest_api: slurmrestd on ctl01:6820 with JWT), used from the login
-node as automation would: tokens from `scontrol token`, the 22.05 API (v0.0.38)."""
+node as automation would: tokens from `scontrol token`, the target release's API version (v0.0.38
+on 22.05, v0.0.42 on 24.11, v0.0.44 on 26.05)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,12 @@ from .conftest import Lab
 pytestmark = pytest.mark.lab
 
 LOGIN = "login01"
-API = "http://ctl01:6820/slurm/v0.0.38"
+
+
+def api(lab: Lab) -> str:
+    return f"http://ctl01:6820/slurm/{lab.cluster.release.rest_api.url_version}"
+
+
 # The lab image has no curl: the login node's python3 makes the request (status line, then body).
 REQUEST = """
 import sys, urllib.request, urllib.error
@@ -29,6 +35,9 @@ except urllib.error.HTTPError as error:
 """
 
 
+SCRIPT = "#!/bin/bash\nsleep 300\n"
+
+
 def token(lab: Lab, user: str) -> str:
     out = lab.ok("scontrol", "token", "lifespan=300", user=user, host=LOGIN).strip()
     assert out.startswith("SLURM_JWT="), out
@@ -41,7 +50,7 @@ def call(
     """One request from the login node as `user` (the Unix user too); no token when `jwt` is None."""
     headers = [] if jwt is None else [f"X-SLURM-USER-NAME: {user}", f"X-SLURM-USER-TOKEN: {jwt}"]
     payload = "" if body is None else json.dumps(body)
-    out = lab.ok("python3", "-c", REQUEST, method, API + path, payload, *headers, user=user, host=LOGIN)
+    out = lab.ok("python3", "-c", REQUEST, method, api(lab) + path, payload, *headers, user=user, host=LOGIN)
     status, _, text = out.partition("\n")
     try:
         data = json.loads(text) if text.strip() else {}
@@ -55,15 +64,16 @@ def job_state(lab: Lab, job: int) -> str:
 
 
 def submit_as(lab: Lab, user: str, jwt: str) -> int:
-    body = {
-        "script": "#!/bin/bash\nsleep 300\n",
-        "job": {
-            "name": "rest-api-test",
-            "current_working_directory": f"/home/{user}",
-            "environment": {"PATH": "/usr/bin:/bin"},
-            "standard_output": "/dev/null",
-        },
+    job: dict[str, Any] = {
+        "name": "rest-api-test",
+        "current_working_directory": f"/home/{user}",
+        "standard_output": "/dev/null",
     }
+    if lab.cluster.release.rest_api.url_version == "v0.0.38":
+        body: dict[str, Any] = {"script": SCRIPT, "job": {**job, "environment": {"PATH": "/usr/bin:/bin"}}}
+    else:
+        # From data_parser v0.0.40 on: the script inside the job, the environment a list.
+        body = {"job": {**job, "script": SCRIPT, "environment": ["PATH=/usr/bin:/bin"]}}
     status, data = call(lab, "POST", "/job/submit", user, jwt, body)
     assert status == 200 and not data.get("errors"), data
     return int(data["job_id"])

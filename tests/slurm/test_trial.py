@@ -1,5 +1,6 @@
-"""Every example that targets the installed Slurm (22.05) starts a real slurmctld cleanly, and the
-topology it reports equals the inventory's switch tree."""
+"""Every example with bare-metal Slurm starts a real slurmctld (and slurmdbd) of its own release
+cleanly - the host's Slurm when it is that release, else the lab image of the release's Debian
+suite - and the topology it reports equals the inventory's switch tree and NVLink blocks."""
 
 from __future__ import annotations
 
@@ -10,10 +11,18 @@ import textwrap
 import pytest
 import yaml
 
+from gpucluster.cluster import Cluster
 from gpucluster.layers import load_cluster
 from gpucluster.modelbase import Owner
 from gpucluster.render import render_files
-from gpucluster.trial.slurmctld import TrialUnavailable, expected_topology, installed_version, run_trial
+from gpucluster.trial.slurmctld import (
+    TrialResult,
+    TrialUnavailable,
+    expected_blocks,
+    expected_topology,
+    installed_version,
+    run_trial,
+)
 from tests.conftest import (
     INVENTORIES,
     SMALL_CLUSTER,
@@ -31,34 +40,57 @@ pytestmark = [
     ),
 ]
 
-INSTALLED = installed_version()
-TARGETS = {name: load_cluster(INVENTORIES / name).version for name in example_inventories()}
-RUNNABLE = [name for name, version in TARGETS.items() if version == INSTALLED]
+RUNNABLE = [
+    name for name in example_inventories() if load_cluster(INVENTORIES / name).hosts_owned_by(Owner.SLURM)
+]
 
 
-def test_the_examples_include_ones_the_installed_slurm_can_prove() -> None:
-    assert {"lab", "superpod"} <= set(RUNNABLE)
+def test_the_examples_with_bare_metal_slurm_target_releases_with_real_daemons() -> None:
+    assert set(RUNNABLE) == {"lab", "nvl72", "superpod"}
+    assert {load_cluster(INVENTORIES / name).release.name for name in RUNNABLE} == {"26.05"}
 
 
-@pytest.mark.parametrize("example", RUNNABLE)
-def test_example_starts_real_slurmctld_without_errors(example: str) -> None:
-    cluster = load_cluster(INVENTORIES / example)
+def _proven(cluster: Cluster) -> TrialResult:
     result = run_trial(cluster, render_files(cluster))
     assert result.started, "\n".join(result.log[-30:])
     assert result.bad_lines == [], "\n".join(result.bad_lines)
     assert result.topology == expected_topology(cluster)
-    assert result.topology, "scontrol show topology listed no switches"
+    assert result.blocks == expected_blocks(cluster)
     # Slurm knows exactly the hosts it owns (superpod's SU4 belongs to Kubernetes).
     slurm = cluster.owned_by(Owner.SLURM)
     for partition in slurm.partitions:
         assert f"PartitionName={partition} " in result.partitions
     assert result.nodes.count("NodeName=") == len(slurm.hosts)
+    return result
 
 
-def test_other_targets_are_refused_not_passed() -> None:
-    nvl72 = load_cluster(INVENTORIES / "nvl72")
-    with pytest.raises(TrialUnavailable, match=r"target Slurm is 25\.05"):
-        run_trial(nvl72, render_files(nvl72))
+@pytest.mark.parametrize("example", RUNNABLE)
+def test_example_starts_real_slurmctld_of_its_release_without_errors(example: str) -> None:
+    cluster = load_cluster(INVENTORIES / example)
+    result = _proven(cluster)
+    assert result.topology or result.blocks, "scontrol show topology listed nothing"
+    if example == "nvl72":
+        # topology.yaml with both: the blocks (the default) and the switch tree, by name.
+        assert len(result.blocks) == 4 and result.topology
+
+
+@pytest.mark.parametrize("release", ["24.11", "22.05"])
+def test_the_lab_inventory_at_the_older_releases_starts_their_slurmctld(
+    release: str, inventories: InventoryFactory
+) -> None:
+    lab = (INVENTORIES / "lab" / "group_vars" / "all" / "cluster.yml").read_text()
+    hosts = (INVENTORIES / "lab" / "hosts.yml").read_text()
+    cluster = load_cluster(inventories.make(hosts, lab.replace('version: "26.05"', f'version: "{release}"')))
+    assert cluster.release.name == release
+    _proven(cluster)
+
+
+def test_a_release_without_real_daemons_here_is_refused_not_passed(inventories: InventoryFactory) -> None:
+    lab = (INVENTORIES / "lab" / "group_vars" / "all" / "cluster.yml").read_text()
+    hosts = (INVENTORIES / "lab" / "hosts.yml").read_text()
+    cluster = load_cluster(inventories.make(hosts, lab.replace('version: "26.05"', 'version: "25.11"')))
+    with pytest.raises(TrialUnavailable, match=r"no real Slurm 25\.11 daemons here"):
+        run_trial(cluster, render_files(cluster))
 
 
 def test_an_inventory_without_bare_metal_slurm_is_refused_not_passed() -> None:

@@ -91,6 +91,19 @@ conf_server:
   description: slurmd's --conf-server value, the controllers in priority order (used when configless).
   type: str
   returned: always
+release:
+  description: >-
+    What the target Slurm release means on the hosts (from gpucluster.slurm.releases): name,
+    target version, Debian suite, pid files, whether slurmctld/slurmdbd run as slurm, MariaDB
+    and PMIx needs, sackd, whether node-list changes need only a reconfigure.
+  type: dict
+  returned: always
+packages:
+  description: >-
+    The Slurm package source: the apt pin (YY.MM.*), the minimum maintenance version, and the
+    site's repository (url, suite, components, key as an absolute path) or null.
+  type: dict
+  returned: always
 served_files:
   description: >-
     The files slurmctld serves to a configless slurmd of this Slurm release (empty when not
@@ -114,7 +127,9 @@ def classify(cluster: Any) -> dict[str, Any]:
     from gpucluster.slurm.restapi import rest_api_settings
 
     slurm = cluster.spec.slurm
+    facts = cluster.release
     nodes = cluster.hosts_owned_by(Owner.SLURM)
+    repository = slurm.packages.repository
     others = {h: o for h, o in cluster.owner_of.items() if o != Owner.SLURM}
     return {
         "cluster_name": cluster.spec.name,
@@ -129,6 +144,31 @@ def classify(cluster: Any) -> dict[str, Any]:
         "configless": slurm.configless,
         "conf_server": conf_server(cluster),
         "served_files": configless_served(cluster) if slurm.configless else [],
+        "release": {
+            "name": facts.name,
+            "target": str(cluster.version),
+            "proven": facts.proven,
+            "debian_suite": facts.packaging.debian_suite or "",
+            "daemons_run_as_slurm": facts.packaging.daemons_run_as_slurm,
+            "slurmctld_pid_file": facts.packaging.slurmctld_pid_file,
+            "slurmdbd_pid_file": facts.packaging.slurmdbd_pid_file,
+            "mariadb_snapshot_isolation_off": facts.packaging.mariadb_snapshot_isolation_off,
+            "pmix": facts.packaging.pmix,
+            "sackd": facts.sackd and facts.packaging.sackd,
+            "reconfigure_node_changes": facts.reconfigure_node_changes,
+        },
+        "packages": {
+            "pin": f"{facts.name}.*",
+            "minimum": str(cluster.version) if cluster.version.patch is not None else "",
+            "repository": None
+            if repository is None
+            else {
+                "url": repository.url,
+                "suite": repository.suite,
+                "components": list(repository.components),
+                "key": str(cluster.inventory.root / repository.key),
+            },
+        },
     }
 
 
