@@ -96,7 +96,9 @@ def problems(
             f"{host}: its package sources offer Slurm {offered}; the inventory targets {release} ({where})"
         )
     elif minimum and (patch_of(offered) or (0, 0, 0)) < (patch_of(minimum) or (0, 0, 0)):
-        found.append(f"{host}: its package sources offer Slurm {offered}; the inventory needs {minimum} or later")
+        found.append(
+            f"{host}: its package sources offer Slurm {offered}; the inventory needs {minimum} or later"
+        )
     others = {name: version for name, version in installed.items() if release_of(version) != release}
     if others:
         listed = ", ".join(f"{name} {version}" for name, version in sorted(others.items()))
