@@ -138,7 +138,7 @@ def verify(args: argparse.Namespace) -> int:
     from gpucluster.verify.report import emit
 
     cluster = _load(args.inventory)
-    err(f"verify: observing {cluster.name} through {args.inventory} (playbooks/verify.yml)")
+    err(f"verify: observing {cluster.name} through {args.inventory} (its verify playbook)")
     try:
         results = verify_cluster(cluster, ansible_runner(args.inventory))
     except (VerifyError, ToolMissing) as exc:

@@ -91,6 +91,12 @@ conf_server:
   description: slurmd's --conf-server value, the controllers in priority order (used when configless).
   type: str
   returned: always
+health_program:
+  description: >-
+    Path on the controller of gpucluster-healthcheck as the gpucluster package carries it (the
+    slurm_health role installs it on the nodes).
+  type: str
+  returned: always
 served_files:
   description: >-
     The files slurmctld serves to a configless slurmd of this Slurm release (empty when not
@@ -110,6 +116,7 @@ def classify(cluster: Any) -> dict[str, Any]:
     hosts bare-metal Slurm owns run slurmd; with none, there is no bare-metal Slurm to install."""
     from gpucluster.modelbase import Owner
     from gpucluster.moves import MOVE_REASON
+    from gpucluster.render.health import program_path
     from gpucluster.slurm.render import conf_server, configless_served
     from gpucluster.slurm.restapi import rest_api_settings
 
@@ -129,6 +136,7 @@ def classify(cluster: Any) -> dict[str, Any]:
         "configless": slurm.configless,
         "conf_server": conf_server(cluster),
         "served_files": configless_served(cluster) if slurm.configless else [],
+        "health_program": str(program_path()),
     }
 
 
