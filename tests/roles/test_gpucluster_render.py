@@ -7,7 +7,7 @@ from gpucluster.layers import load_cluster
 
 from .conftest import ROLES, load_module
 
-render = load_module("slurm_common", "gpucluster_render")
+render = load_module("gpucluster_render")
 MOLECULE_INVENTORIES = ROLES.parent / "molecule" / "inventory"
 
 
