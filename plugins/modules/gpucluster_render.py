@@ -14,8 +14,9 @@ description:
     C(gpucluster render) (the same renderer, so the bytes are identical) under O(out), and
     returns which hosts run slurmctld, slurmdbd and slurmd, and which are login (submit) hosts,
     according to the model.
-  - Runs on the Ansible controller; gpucluster must be importable (O(gpucluster_path) is put
-    first on sys.path).
+  - Runs on the Ansible controller; gpucluster must be importable there (the collection's
+    requirements.txt installs it for Ansible's Python; O(gpucluster_path), when given, is put
+    first on sys.path, as the roles do from a clone of the repository).
 options:
   inventory:
     description: Inventory directory (hosts.yml and group_vars/all/cluster.yml).
@@ -28,10 +29,26 @@ options:
     type: path
     required: true
   gpucluster_path:
-    description: Directory holding the gpucluster package (the repository root).
+    description: Directory holding the gpucluster package (a clone's root), put first on sys.path.
     type: path
     required: false
 author: gpucluster
+"""
+
+EXAMPLES = r"""
+- name: Render the Slurm files of an inventory on the controller and learn who runs what
+  gpucluster.cluster.gpucluster_render:
+    inventory: inventories/prod
+    out: build/ansible/prod
+  delegate_to: localhost
+  run_once: true
+  register: rendered
+
+- name: Put the slurmctld hosts in a group of their own
+  ansible.builtin.add_host:
+    name: "{{ item }}"
+    groups: slurm_controllers
+  loop: "{{ rendered.controllers }}"
 """
 
 RETURN = r"""

@@ -45,6 +45,19 @@ options:
 author: gpucluster
 """
 
+EXAMPLES = r"""
+- name: Plan the shared filesystems of this host
+  gpucluster.cluster.shared_mounts_plan:
+    filesystems: "{{ (lookup('ansible.builtin.file', 'build/prod/hosts/storage.yaml') | from_yaml).filesystems }}"
+    record: /var/lib/gpucluster/storage/mounted.json
+    host: "{{ inventory_hostname }}"
+  register: storage_plan
+
+- name: Say what is left alone
+  ansible.builtin.debug:
+    msg: "{{ storage_plan.notes }}"
+"""
+
 RETURN = r"""
 mounts:
   description: Filesystems the role manages here (mount, src, fstype, opts), in inventory order.

@@ -52,6 +52,24 @@ options:
 author: gpucluster
 """
 
+EXAMPLES = r"""
+- name: Install the rendered Slurm files, parsing slurm.conf first
+  gpucluster.cluster.slurm_config_files:
+    dest: /etc/slurm
+    files:
+      slurm.conf: "{{ lookup('ansible.builtin.file', 'build/prod/slurm/slurm.conf') }}"
+      cgroup.conf: "{{ lookup('ansible.builtin.file', 'build/prod/slurm/cgroup.conf') }}"
+    absent: [topology.yaml]
+    directories:
+      - {path: /var/log/slurm, owner: slurm, mode: "0755"}
+    restart_keys_regex: '^(NodeName|SlurmctldHost|\w+Type)[=\s]'
+  register: slurm_files
+
+- name: Restart the daemons when a change needs it
+  ansible.builtin.debug:
+    msg: "{{ 'restart' if slurm_files.restart else 'reconfigure' if slurm_files.reconfigure else 'nothing' }}"
+"""
+
 RETURN = r"""
 changed_files:
   description: Files written or removed.

@@ -43,6 +43,17 @@ options:
 author: gpucluster
 """
 
+EXAMPLES = r"""
+- name: Drain the nodes leaving Slurm and wait for their jobs (never killed)
+  gpucluster.cluster.slurm_leaving_nodes:
+    nodes: [gpu01, gpu02]
+    reasons:
+      gpu03: "gpucluster: moving to kubernetes"
+    timeout: 3600
+  register: leaving
+  when: inventory_hostname == groups['slurm_controllers'][0]
+"""
+
 RETURN = r"""
 leaving:
   description: Nodes slurmctld knows that the new configuration drops.

@@ -54,6 +54,19 @@ options:
 author: gpucluster
 """
 
+EXAMPLES = r"""
+- name: Plan the cluster's Unix accounts on this host
+  gpucluster.cluster.unix_accounts_plan:
+    desired: "{{ lookup('ansible.builtin.file', 'build/prod/hosts/users.yaml') | from_yaml }}"
+    record: /var/lib/gpucluster/users/created.json
+    host: "{{ inventory_hostname }}"
+  register: accounts_plan
+
+- name: Say which accounts are left alone
+  ansible.builtin.debug:
+    msg: "{{ accounts_plan.notes }}"
+"""
+
 RETURN = r"""
 groups:
   description: Managed groups the host does not have exactly as desired (to create or update), in order.
