@@ -32,7 +32,7 @@ options:
     description: Directory holding the gpucluster package (a clone's root), put first on sys.path.
     type: path
     required: false
-author: gpucluster
+author: gpucluster maintainers (!UNKNOWN)
 """
 
 EXAMPLES = r"""

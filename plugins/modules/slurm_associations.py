@@ -28,7 +28,7 @@ options:
     description: Path of the sacctmgr binary.
     type: str
     default: sacctmgr
-author: gpucluster
+author: gpucluster maintainers (!UNKNOWN)
 """
 
 EXAMPLES = r"""

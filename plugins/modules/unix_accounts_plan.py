@@ -51,7 +51,7 @@ options:
       public half is part of the user's authorized keys, after the inventory's.
     type: bool
     default: false
-author: gpucluster
+author: gpucluster maintainers (!UNKNOWN)
 """
 
 EXAMPLES = r"""
@@ -225,7 +225,7 @@ def read_record(path: str) -> dict[str, list[str]]:
             data = json.load(handle)
     except FileNotFoundError:
         return {"groups": [], "users": []}
-    return {key: [str(name) for name in data.get(key, [])] for key, _, _ in KINDS}
+    return {kind[0]: [str(name) for name in data.get(kind[0], [])] for kind in KINDS}
 
 
 def existing_accounts() -> dict[str, dict[str, int]]:
