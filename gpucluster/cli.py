@@ -42,7 +42,7 @@ EXIT_CODES = {
 }
 # An inventory directory argument: shell completion offers directories (shtab's DIRECTORY, spelt
 # out so that building the parser does not import shtab).
-DIRECTORY_COMPLETION = {"bash": "_shtab_compgen_dirs", "zsh": "_files -/", "tcsh": "d"}
+DIRECTORY_COMPLETION = {"bash": "_shtab_compgen_dirs", "zsh": "_files -/"}
 
 
 def _load(inventory: Path) -> Cluster:
