@@ -111,6 +111,10 @@ def verify(args: argparse.Namespace) -> int:
         with Progress() as progress:
             cluster, results = verify_lab(progress)
     except (LabError, ToolMissing, VerifyError) as exc:
+        if args.as_json:
+            from gpucluster.jsonout import error, write
+
+            write(error(f"lab: {exc}"))
         return _fail(exc)
     return emit(cluster, results, args.as_json)
 

@@ -286,8 +286,10 @@ def test_an_unreachable_cluster_is_one_line_and_exit_1(inventories: InventoryFac
     directory = inventories.make(hosts, CLUSTER)
     proc = run_cli("verify", str(directory), "--json")
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert proc.stdout == ""
     lines = proc.stderr.strip().splitlines()
     assert lines[-1].startswith("verify: cannot reach ctl1, the primary controller: "), proc.stderr
+    # With --json, the same line as the error document on stdout (docs/cli-json.md).
+    assert json.loads(proc.stdout) == {"ok": False, "error": lines[-1]}
     assert "Traceback" not in proc.stderr
-    assert shlex.split(lines[0])[:2] == ["verify:", "observing"]
+    # Progress first: the elapsed time, then what it does.
+    assert shlex.split(lines[0])[1:3] == ["verify:", "observing"]
