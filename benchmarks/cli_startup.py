@@ -35,7 +35,7 @@ GPUCLUSTER = Path(sys.executable).parent / "gpucluster"
 # layers were loaded is read from sys.modules instead.
 PIECES = ["pydantic", "gpucluster.modelbase", "gpucluster.model", "yaml", "jinja2", "argparse"]
 LAYERS = ["gpucluster.k8s", "gpucluster.cloud", "gpucluster.lab"]
-NEVER = ["typer", "click", "rich"]
+NEVER = ["typer", "click", "rich", "shtab"]
 
 # `python -m gpucluster.cli ARGS`, writing the imported modules' names at exit to the file named
 # first (tests/unit/test_command_line.py runs it too).

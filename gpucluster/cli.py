@@ -1,7 +1,9 @@
-"""The `gpucluster` command line: validate, show, render, plan, trial, verify, schema (and `lab`).
+"""The `gpucluster` command line: validate, show, render, plan, trial, verify, schema, completion
+(and `lab`).
 
 Built on argparse and importing, for each command, only what that command uses: start-up is most
-of the time of a command like `render` (see benchmarks/cli_startup.py). Usage errors exit 2.
+of the time of a command like `render` (see benchmarks/cli_startup.py). Exit codes are the same
+for every command (EXIT_CODES, the README's table); `--json` documents are gpucluster.jsonout's.
 """
 
 from __future__ import annotations
@@ -29,6 +31,19 @@ LAB_HELP = "Local lab: a real Slurm cluster in podman containers."
 
 Command = Callable[[argparse.Namespace], int]
 
+# One meaning per exit code, whatever the command (the README's table is this one).
+EXIT_CODES = {
+    0: "success: valid, written, every check passed",
+    1: "the command ran and found a failure (a check failed, the trial's daemon logged errors), "
+    "or could not finish (ansible-playbook failed, the controller unreachable, an unexpected error)",
+    2: "usage error or invalid inventory (every problem listed)",
+    3: "not possible on this machine (trial: not root, no slurm-wlm, or another Slurm release installed)",
+    130: "interrupted (Ctrl-C)",
+}
+# An inventory directory argument: shell completion offers directories (shtab's DIRECTORY, spelt
+# out so that building the parser does not import shtab).
+DIRECTORY_COMPLETION = {"bash": "_shtab_compgen_dirs", "zsh": "_files -/"}
+
 
 def _load(inventory: Path) -> Cluster:
     from gpucluster.layers import load_cluster
@@ -39,6 +54,22 @@ def _load(inventory: Path) -> Cluster:
 def validate(args: argparse.Namespace) -> int:
     """Check the inventory; exit 0 if it is valid, 2 with every problem listed if not."""
     cluster = _load(args.inventory)
+    if args.as_json:
+        from gpucluster.jsonout import write
+
+        write(
+            {
+                "ok": True,
+                "inventory": str(args.inventory),
+                "cluster": cluster.name,
+                "nodes": len(cluster.hosts),
+                "gpus": cluster.total_gpus,
+                "partitions": len(cluster.spec.partitions),
+                "tenants": len(cluster.spec.tenants),
+                "problems": [],
+            }
+        )
+        return 0
     out(
         f"{args.inventory}: valid ({len(cluster.hosts)} nodes, {cluster.total_gpus} GPUs, "
         f"{len(cluster.spec.partitions)} partitions, {len(cluster.spec.tenants)} tenants)"
@@ -65,10 +96,34 @@ def render(args: argparse.Namespace) -> int:
 
     files = render_files(_load(args.inventory), only=args.only)
     written = write_tree(files, args.out_dir)
+    if args.as_json:
+        _render_json(args, files, written)
+        return 0
     out(f"{len(files)} files in {args.out_dir} ({len(written)} changed)")
     for path in written:
         out(f"  wrote {path}")
     return 0
+
+
+def _render_json(args: argparse.Namespace, files: dict[str, str], written: list[Path]) -> None:
+    """Every file of the tree with its sha256 and size, and whether this run wrote it."""
+    import hashlib
+
+    from gpucluster.jsonout import write
+
+    changed = {str(path) for path in written}
+    entries = []
+    for rel, text in files.items():
+        data = text.encode()
+        entries.append(
+            {
+                "path": rel,
+                "sha256": hashlib.sha256(data).hexdigest(),
+                "bytes": len(data),
+                "changed": str(args.out_dir / rel) in changed,
+            }
+        )
+    write({"inventory": str(args.inventory), "out": str(args.out_dir), "files": entries})
 
 
 def plan(args: argparse.Namespace) -> int:
@@ -110,18 +165,34 @@ def trial(args: argparse.Namespace) -> int:
     """Start a throwaway real slurmctld (and slurmdbd) of the inventory's release on the rendered
     Slurm files (the host's own Slurm, or the lab image of the release's Debian suite); exit 1 if
     it logs errors or its topology differs from the inventory. Needs root."""
+    from gpucluster.progress import Progress
     from gpucluster.render import render_files
     from gpucluster.trial.slurmctld import TrialUnavailable, run_trial, topology_matches
 
     cluster = _load(args.inventory)
     try:
-        result = run_trial(cluster, render_files(cluster, only=["slurm"]), seconds=args.seconds, progress=err)
+        with Progress() as progress:
+            progress(f"trial: slurmctld {cluster.release.name} on the Slurm files of {args.inventory}")
+            result = run_trial(
+                cluster, render_files(cluster, only=["slurm"]), seconds=args.seconds, progress=progress
+            )
+            progress("trial: done")
     except TrialUnavailable as exc:
+        if args.as_json:
+            from gpucluster.jsonout import error, write
+
+            write(error(f"trial not possible here: {exc}"))
         err(f"trial not possible here: {exc}")
         return 3
     for line in [*result.notes, *result.bad_lines]:
         err(line)
     topology_ok = topology_matches(cluster, result)
+    if args.as_json:
+        from gpucluster.jsonout import write
+        from gpucluster.trial.report import trial_doc
+
+        write(trial_doc(str(args.inventory), cluster, result))
+        return 0 if result.ok and topology_ok else 1
     out(
         f"slurmctld {'started' if result.started else 'did NOT start'}; "
         f"{len(result.bad_lines)} error line(s); topology {'matches' if topology_ok else 'DIFFERS from'} the inventory"
@@ -133,16 +204,23 @@ def verify(args: argparse.Namespace) -> int:
     """Check the live cluster against the inventory, through the same Ansible inventory: nodes,
     jobs over every partition, GPUs in jobs, topology, accounts, drift (versions, munge key,
     config, users), nccl-tests. Exit 0 only when no check failed; 1 also when it cannot run."""
+    from gpucluster.progress import Progress
     from gpucluster.tools import ToolMissing
     from gpucluster.verify.collect import ansible_runner, verify_cluster
     from gpucluster.verify.observed import VerifyError
     from gpucluster.verify.report import emit
 
     cluster = _load(args.inventory)
-    err(f"verify: observing {cluster.name} through {args.inventory} (playbooks/verify.yml)")
     try:
-        results = verify_cluster(cluster, ansible_runner(args.inventory))
+        with Progress() as progress:
+            progress(f"verify: observing {cluster.name} through {args.inventory} (its verify playbook)")
+            results = verify_cluster(cluster, ansible_runner(args.inventory))
+            progress(f"verify: {len(results)} check(s) judged")
     except (VerifyError, ToolMissing) as exc:
+        if args.as_json:
+            from gpucluster.jsonout import error, write
+
+            write(error(f"verify: {exc}"))
         err(f"verify: {exc}")
         return 1
     return emit(cluster, results, args.as_json)
@@ -164,6 +242,15 @@ def schema(args: argparse.Namespace) -> int:
     return 0
 
 
+def completion(args: argparse.Namespace) -> int:
+    """Print the completion script of bash or zsh for this command line (generated by shtab);
+    the README says where to put it."""
+    import shtab
+
+    sys.stdout.write(shtab.complete(build_parser(with_lab_commands=True), shell=args.shell))
+    return 0
+
+
 def summary(command: Callable[..., object]) -> str:
     """A command's docstring as one paragraph (its line in the list of commands, and its --help)."""
     return " ".join((command.__doc__ or "").split())
@@ -180,7 +267,8 @@ def add_command(
 
 
 def _inventory(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("inventory", type=Path, help=INVENTORY_HELP)
+    action = parser.add_argument("inventory", type=Path, help=INVENTORY_HELP)
+    action.complete = DIRECTORY_COMPLETION  # type: ignore[attr-defined]
 
 
 def _json(parser: argparse.ArgumentParser, help_text: str) -> None:
@@ -192,9 +280,19 @@ def build_parser(with_lab_commands: bool = True) -> argparse.ArgumentParser:
     to run the others)."""
     parser = argparse.ArgumentParser(prog=PROG, description=DESCRIPTION, allow_abbrev=False)
     parser.set_defaults(run=None, parser=parser)
+    parser.add_argument(
+        "--version",
+        action="store_true",
+        help="Print the version; with --json also the Slurm releases and add-on versions it targets.",
+    )
+    parser.add_argument(
+        "--json", dest="version_json", action="store_true", help="With --version: the version as JSON."
+    )
     commands = parser.add_subparsers(title="commands", metavar="COMMAND")
 
-    _inventory(add_command(commands, "validate", validate))
+    parser_validate = add_command(commands, "validate", validate)
+    _inventory(parser_validate)
+    _json(parser_validate, "The result as JSON: ok, the counts, or every problem (file, line, key path).")
 
     parser_show = add_command(commands, "show", show)
     _inventory(parser_show)
@@ -213,6 +311,7 @@ def build_parser(with_lab_commands: bool = True) -> argparse.ArgumentParser:
     parser_render.add_argument(
         "--only", action="append", metavar="PART", help="Render only these parts (e.g. slurm); repeatable."
     )
+    _json(parser_render, "The files of the tree as JSON: path, sha256, size, whether this run wrote it.")
 
     parser_plan = add_command(commands, "plan", plan)
     parser_plan.add_argument(
@@ -229,6 +328,7 @@ def build_parser(with_lab_commands: bool = True) -> argparse.ArgumentParser:
         default=3,
         help="How long slurmctld runs before its state is read (default: 3).",
     )
+    _json(parser_trial, "The result as JSON: started, error lines, notes, topology as seen and expected.")
 
     parser_verify = add_command(commands, "verify", verify)
     _inventory(parser_verify)
@@ -238,6 +338,9 @@ def build_parser(with_lab_commands: bool = True) -> argparse.ArgumentParser:
     parser_schema.add_argument(
         "--markdown", action="store_true", help="A Markdown reference of every key instead."
     )
+
+    parser_completion = add_command(commands, "completion", completion)
+    parser_completion.add_argument("shell", choices=["bash", "zsh"], help="The shell to complete in.")
 
     lab = commands.add_parser("lab", help=LAB_HELP, description=LAB_HELP, allow_abbrev=False)
     lab.set_defaults(run=None, parser=lab)
@@ -261,14 +364,45 @@ def run(argv: Sequence[str]) -> int:
     if unknown:
         # Said by the command's own parser, with its usage line (exits 2).
         args.parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+    if args.version or args.version_json:
+        return _version(args, parser)
     if args.run is None:
         # A group without its command (`gpucluster`, `gpucluster lab`): its help, as a usage error.
         args.parser.print_help()
         return 2
     if argv[:1] in LONG_RUNNING:
         gc.enable()  # minutes of playbooks and daemons: garbage must not pile up
-    code: int = args.run(args)
+    try:
+        code: int = args.run(args)
+    except Exception as exc:
+        if getattr(args, "as_json", False):
+            # The document on stdout; main() still says it on stderr and picks the exit code.
+            from gpucluster.jsonout import error, invalid, write
+
+            if isinstance(exc, InventoryError):
+                inventory = getattr(args, "inventory", None)
+                write(invalid(exc.problems, None if inventory is None else str(inventory)))
+            else:
+                write(error(f"{type(exc).__name__}: {exc}"))
+        raise
     return code
+
+
+def _version(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """`gpucluster --version [--json]`; anything else on the line is a usage error."""
+    if not args.version:
+        parser.error("--json before a command is --version's: put a command's --json after it")
+    if args.run is not None:
+        parser.error("--version takes no command")
+    from gpucluster import about
+
+    if args.version_json:
+        from gpucluster.jsonout import write
+
+        write(about.version_doc())
+    else:
+        out(about.version_line())
+    return 0
 
 
 def _no_plugins() -> tuple[()]:

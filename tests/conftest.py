@@ -40,7 +40,11 @@ def readme_commands() -> ReadmeCommands:
 # containers, and the Molecule container every Slurm role's scenario names gcmol01. The README's
 # test command runs two workers (pyproject addopts), so the lab and Molecule run side by side.
 # (A scheduler of our own: xdist's `xdist_group` marks are ignored under pytest 9.)
-SERIAL_DIRS = {"lab": "the lab", "roles": "the gcmol01 Molecule container"}
+SERIAL_DIRS = {
+    "lab": "the lab",
+    "roles": "the gcmol01 Molecule container",
+    "packaging": "the wheel and the collection built once per session",
+}
 # Files whose tests share one module fixture that costs minutes: on two workers it would run twice.
 SERIAL_FILES = {"tests/k8s/test_molecule.py": "the Kubernetes roles' Molecule scenarios"}
 

@@ -50,7 +50,7 @@ COMPUTE_DOMAIN_API = "resource.nvidia.com/v1beta1"
 NIC_POLICY_API = "mellanox.com/v1alpha1"
 GPU_DRIVER = "gpu.nvidia.com"
 
-# Names the Slurm renderer gives its topologies in topology.yaml (templates/slurm/topology.yaml.j2).
+# Names the Slurm renderer gives its topologies in topology.yaml (gpucluster/templates/slurm/topology.yaml.j2).
 SLURM_TREE_TOPOLOGY = TREE_TOPOLOGY
 SLURM_BLOCK_TOPOLOGY = BLOCK_TOPOLOGY
 

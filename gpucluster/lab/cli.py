@@ -5,12 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 from gpucluster.console import err, out
 from gpucluster.lab.paths import DEFAULT_INVENTORY, podman_env
 from gpucluster.lab.shell import LabError
+from gpucluster.progress import Progress
 from gpucluster.tools import ToolMissing
 
 
@@ -19,22 +19,16 @@ def _fail(exc: Exception) -> int:
     return 1
 
 
-def _progress(started: float, write: Callable[[str], None] = out) -> Callable[[str], None]:
-    def show(message: str) -> None:
-        write(f"{time.monotonic() - started:6.1f}s {message}")
-
-    return show
-
-
 def up(args: argparse.Namespace) -> int:
     """Build (or reuse) the lab: image, network, containers, playbooks/slurm.yml, smoke jobs."""
     started = time.monotonic()
-    progress = _progress(started)
     from gpucluster.lab import lab
 
     try:
-        result = lab.up(args.inventory, progress, rebuild_image=args.rebuild_image)
-        progress(f"playbook: done in {result.seconds:.1f}s, changed={result.total_changed}")
+        # Progress on stderr; the results (the playbook's recap, the smoke jobs) on stdout.
+        with Progress() as progress:
+            result = lab.up(args.inventory, progress, rebuild_image=args.rebuild_image)
+        out(f"playbook: done in {result.seconds:.1f}s, changed={result.total_changed}")
         from gpucluster.layers import load_cluster
 
         failures = 0
@@ -114,8 +108,13 @@ def verify(args: argparse.Namespace) -> int:
     from gpucluster.verify.report import emit
 
     try:
-        cluster, results = verify_lab(_progress(time.monotonic(), err))
+        with Progress() as progress:
+            cluster, results = verify_lab(progress)
     except (LabError, ToolMissing, VerifyError) as exc:
+        if args.as_json:
+            from gpucluster.jsonout import error, write
+
+            write(error(f"lab: {exc}"))
         return _fail(exc)
     return emit(cluster, results, args.as_json)
 
@@ -125,7 +124,8 @@ def down(args: argparse.Namespace) -> int:
     from gpucluster.lab import lab
 
     try:
-        lab.down(_progress(time.monotonic()), remove_image=args.image)
+        with Progress() as progress:
+            lab.down(progress, remove_image=args.image)
     except LabError as exc:
         return _fail(exc)
     return 0

@@ -5,9 +5,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from gpucluster.packagedata import data_path
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_INVENTORY = REPO_ROOT / "inventories" / "lab"
-IMAGE_RECIPE_DIR = REPO_ROOT / "images" / "lab"
+# The image recipe is package data (the package list); the rest of the lab is the repository's.
+IMAGE_RECIPE_DIR = data_path("lab", "recipe")
 PLAYBOOK = REPO_ROOT / "playbooks" / "slurm.yml"
 
 # Every host object the lab creates carries this prefix, so `lab down` can be checked by eye.

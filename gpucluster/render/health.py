@@ -1,7 +1,7 @@
 """healthcheck.conf: what gpucluster-healthcheck expects of each node, one section per node type
-(bare-metal Slurm) or per NodeSet (Slurm on Kubernetes). The program itself is
-roles/slurm_health/files/gpucluster_healthcheck.py; the slurm_health role installs it on the
-nodes, and the Slinky values carry it to the slurmd pods."""
+(bare-metal Slurm) or per NodeSet (Slurm on Kubernetes). The program itself is package data,
+gpucluster/programs/gpucluster_healthcheck.py; the slurm_health role installs it on the nodes (the
+gpucluster_render module gives it its path), and the Slinky values carry it to the slurmd pods."""
 
 from __future__ import annotations
 
@@ -11,14 +11,17 @@ from pathlib import Path
 from gpucluster.cluster import Cluster
 from gpucluster.hostlists import expand
 from gpucluster.model import HealthSettings, NodeType
+from gpucluster.packagedata import data_path
 from gpucluster.render.templating import header, render_template
 
 # Where the slurm_health role installs the program (its defaults say the same; a unit test checks).
 HEALTH_PROGRAM = "/usr/local/sbin/gpucluster-healthcheck"
 HEALTH_CONF = "healthcheck.conf"
-PROGRAM_SOURCE = (
-    Path(__file__).resolve().parents[2] / "roles" / "slurm_health" / "files" / "gpucluster_healthcheck.py"
-)
+
+
+def program_path() -> Path:
+    """The health check program, as the package carries it."""
+    return data_path("programs", "gpucluster_healthcheck.py")
 
 
 @dataclass(frozen=True)
@@ -84,4 +87,4 @@ def bare_metal_health_conf(cluster: Cluster) -> str | None:
 
 
 def program_text() -> str:
-    return PROGRAM_SOURCE.read_text(encoding="utf-8")
+    return program_path().read_text(encoding="utf-8")

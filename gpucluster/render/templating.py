@@ -1,4 +1,4 @@
-"""The Jinja environment shared by all renderers (templates live in the top-level templates/).
+"""The Jinja environment shared by all renderers (templates are package data: gpucluster/templates/).
 
 Compiling the templates took longer than rendering them, so their compiled code is kept in a
 per-user cache ($XDG_CACHE_HOME/gpucluster/jinja, else ~/.cache/gpucluster/jinja). An entry is
@@ -21,8 +21,7 @@ import jinja2
 from jinja2.bccache import Bucket
 
 from gpucluster.hostlists import compress
-
-TEMPLATE_DIR = Path(__file__).resolve().parents[2] / "templates"
+from gpucluster.packagedata import data_path
 
 # The environment's settings (tests build environments of their own with them).
 SETTINGS: dict[str, Any] = {
@@ -103,9 +102,14 @@ def _fingerprint(env: jinja2.Environment) -> str:
     return repr(settings)
 
 
+def template_dir() -> Path:
+    """Where the templates are: the package's templates/ (one copy, read by every renderer)."""
+    return data_path("templates")
+
+
 @cache
 def environment() -> jinja2.Environment:
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATE_DIR)), **SETTINGS)
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(template_dir())), **SETTINGS)
     env.filters["hostlist"] = compress
     env.filters["yesno"] = lambda value: "yes" if value else "no"
     directory = cache_dir()

@@ -11,7 +11,7 @@ from gpucluster.slurm.releases import configless_serves_topology_yaml
 if TYPE_CHECKING:
     from gpucluster.checking import CheckContext
 
-# slurm.conf's SlurmctldPort (templates/slurm/slurm.conf.j2).
+# slurm.conf's SlurmctldPort (gpucluster/templates/slurm/slurm.conf.j2).
 SLURMCTLD_PORT = 6817
 
 

@@ -1,4 +1,5 @@
-"""Running playbooks/verify.yml with a plan and reading back what it saw; the whole verification."""
+"""Running the verify playbook (package data: verify.yml beside this module) with a plan and
+reading back what it saw; the whole verification."""
 
 from __future__ import annotations
 
@@ -10,12 +11,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from gpucluster.cluster import Cluster
+from gpucluster.packagedata import data_path
 from gpucluster.tools import venv_env, venv_tool
 from gpucluster.verify.checks import CheckResult, Status, run_checks
 from gpucluster.verify.observed import Observations, VerifyError, read_observations
 from gpucluster.verify.plan import Plan, make_plan
 
-VERIFY_PLAYBOOK = Path(__file__).resolve().parents[2] / "playbooks" / "verify.yml"
+VERIFY_PLAYBOOK = data_path("verify", "verify.yml")
 # Runs a playbook with extra arguments against the cluster's Ansible inventory; raises on failure.
 PlaybookRunner = Callable[[Path, list[str]], None]
 

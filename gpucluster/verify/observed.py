@@ -1,4 +1,4 @@
-"""What playbooks/verify.yml saw, as written to its output file, read into typed records.
+"""What the verify playbook (verify.yml) saw, as written to its output file, read into typed records.
 
 The playbook writes plain JSON: `{"hosts": {host: seen}, "controller": {...} | null}`; a host
 Ansible could not reach is `{"unreachable": message}`. Nothing here judges anything.

@@ -1,6 +1,6 @@
 """What `gpucluster verify` observes, where, and which jobs it runs: all derived from the model.
 
-The plan becomes the extra vars of playbooks/verify.yml; the playbook only carries it out. Every
+The plan becomes the extra vars of the verify playbook (gpucluster/verify/verify.yml); the playbook only carries it out. Every
 job is an `srun` with a bounded wait for its allocation (`--immediate`), a time limit, and one
 name per run, under which the job runner cancels whatever is left at the end.
 """
@@ -14,8 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from gpucluster.cluster import Cluster, sort_hosts
 from gpucluster.hostlists import compress, expand
 from gpucluster.model import Owner, Partition
@@ -25,12 +23,8 @@ CONFIG_DIR = "/etc/slurm"
 # Where a configless slurmd keeps what slurmctld served it (a link to SlurmdSpoolDir/conf-cache).
 SERVED_DIR = "/run/slurm/conf"
 # slurm_common installs every rendered file and removes its optional files the inventory no longer
-# renders (slurm_common_optional_files, read from the role so the two lists cannot drift apart).
-SLURM_COMMON_DEFAULTS = (
-    Path(__file__).resolve().parents[2] / "roles" / "slurm_common" / "defaults" / "main.yml"
-)
+# renders (its slurm_common_optional_files; tests/unit/test_verify_plan.py checks the two agree).
 ALWAYS_RENDERED = ("slurm.conf", "cgroup.conf", "plugstack.conf")
-OPTIONAL_FILES = ("gres.conf", "topology.conf", "topology.yaml")  # when the role cannot be read
 # Where nccl-tests' all_reduce_perf is looked for on GPU nodes, after PATH.
 ALL_REDUCE_PERF_PATHS = (
     "/usr/local/bin/all_reduce_perf",
@@ -128,7 +122,7 @@ class Plan:
         return self.cluster.spec.slurm.accounting is not None
 
     def playbook_vars(self, output: Path) -> dict[str, Any]:
-        """The extra vars of playbooks/verify.yml."""
+        """The extra vars of the verify playbook."""
         return {
             "gpucluster_verify_output": str(output),
             "gpucluster_verify": {
@@ -161,13 +155,11 @@ def declared_users(cluster: Cluster) -> list[str]:
 
 
 def optional_files() -> list[str]:
-    """The files slurm_common removes from /etc/slurm when the inventory does not render them."""
-    try:
-        defaults = yaml.safe_load(SLURM_COMMON_DEFAULTS.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError):
-        return list(OPTIONAL_FILES)
-    listed = defaults.get("slurm_common_optional_files") if isinstance(defaults, dict) else None
-    return [str(name) for name in listed] if isinstance(listed, list) else list(OPTIONAL_FILES)
+    """The files slurm_common removes from /etc/slurm when the inventory does not render them:
+    every Slurm file the renderer may install but does not always."""
+    from gpucluster.slurm.render import SLURM_FILES
+
+    return [name for name in SLURM_FILES if name not in ALWAYS_RENDERED]
 
 
 def expected_config(cluster: Cluster) -> dict[str, str | None]:

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Runs the verification jobs on the primary controller (playbooks/verify.yml copies it there).
+"""Runs the verification jobs on the primary controller (the verify playbook, verify.yml beside it, copies it there).
 
 It runs on the controller's own python3 (3.8 or later, as Ansible's modules need) with the
 standard library only: it imports nothing of gpucluster. It does not decide anything either: gpucluster plans every command (gpucluster.verify.plan)

@@ -17,6 +17,7 @@ from __future__ import annotations
 DOCUMENTATION = """
     name: podman_nsenter
     short_description: Run tasks in a local podman container through nsenter, modules piped on stdin
+    author: gpucluster maintainers (!UNKNOWN)
     description:
         - Enters every namespace of the container's init process and runs the command there with
           that process's environment. Modules are piped through stdin (pipelining); files are
@@ -48,6 +49,20 @@ DOCUMENTATION = """
           - name: ANSIBLE_PIPELINING
         vars:
           - name: ansible_pipelining
+"""
+
+EXAMPLES = r"""
+# An inventory host that is a podman container on the machine running Ansible (as root):
+#   gcnode01:
+#     ansible_connection: gpucluster.cluster.podman_nsenter
+#     ansible_python_interpreter: /usr/bin/python3
+- name: Run a command in the container
+  hosts: gcnode01
+  gather_facts: false
+  tasks:
+    - name: Ask for the kernel release
+      ansible.builtin.command: uname -r
+      changed_when: false
 """
 
 import os
@@ -140,7 +155,8 @@ class Connection(ConnectionBase):  # type: ignore[misc]
         return [item.decode("utf-8", "replace") for item in raw.split(b"\0") if b"=" in item]
 
     def _run(self, args: list[str], in_data: bytes | None) -> tuple[int, bytes, bytes]:
-        assert self._pid is not None
+        if self._pid is None:
+            raise AnsibleConnectionFailure("podman_nsenter: not connected")
         command = [NSENTER, f"--target={self._pid}", "--all", ENV, "-i", *self._environment, *args]
         self._display.vvv(f"NSENTER {shlex.join(args)}", host=self.get_option("remote_addr"))
         proc = subprocess.run(
@@ -168,7 +184,7 @@ class Connection(ConnectionBase):  # type: ignore[misc]
             raise AnsibleFileNotFound(f"cannot read {in_path}: {exc}") from exc
         # Through the container's own filesystem view: /proc/PID/root would follow the
         # container's absolute symlinks on the host.
-        code, _, stderr = self._run(["/bin/sh", "-c", f"cat > {shlex.quote(out_path)}"], data)
+        code, _stdout, stderr = self._run(["/bin/sh", "-c", f"cat > {shlex.quote(out_path)}"], data)
         if code != 0:
             raise AnsibleError(f"failed to write {out_path}: {to_native(stderr)}")
 

@@ -21,9 +21,7 @@ from gpucluster.render.health import program_text
 from tests.k8s.conftest import INVENTORIES
 from tests.k8s.test_values import chart_values, unknown_keys
 
-SCRIPT = (
-    Path(__file__).resolve().parents[2] / "roles" / "slurm_health" / "files" / "gpucluster_healthcheck.py"
-)
+SCRIPT = Path(__file__).resolve().parents[2] / "gpucluster" / "programs" / "gpucluster_healthcheck.py"
 
 
 def slinky_values(tmp_path: Path, health: dict[str, Any] | None) -> dict[str, Any]:

@@ -375,11 +375,11 @@ def test_slurm_on_k8s_applies_the_accounts_in_the_slurmctld_container() -> None:
     assert host["ansible_connection"] == "kubernetes.core.kubectl"
     assert host["ansible_kubectl_container"] == "{{ slurm_on_k8s_accounts.container }}"
     run = next(t for t in tasks if "ansible.builtin.include_role" in t)
-    assert run["ansible.builtin.include_role"]["name"] == "slurm_accounts"
+    assert run["ansible.builtin.include_role"]["name"] == "gpucluster.cluster.slurm_accounts"
     assert run["ansible.builtin.include_role"]["apply"]["delegate_to"] == "{{ slurm_on_k8s_accounts_host }}"
     assert run["vars"]["slurm_accounts_desired_file"].endswith("{{ slurm_on_k8s_accounts.file }}")
     accounts_role = yaml.safe_load((REPO / "roles/slurm_accounts/tasks/main.yml").read_text())
-    assert "slurm_associations" in accounts_role[0]
+    assert "gpucluster.cluster.slurm_associations" in accounts_role[0]
     # The selectors name the Controller and Accounting objects after the release: the chart calls
     # them `slurm.fullname`, which is the release name when it contains the chart's name.
     entry = next(

@@ -186,7 +186,7 @@ def other_munge_key(lab: Lab, node: str) -> Iterator[None]:
 
 def slurm_associations() -> Any:
     """The slurm_accounts role's module, for its own reading and planning of sacctmgr changes."""
-    path = REPO_ROOT / "roles" / "slurm_accounts" / "library" / "slurm_associations.py"
+    path = REPO_ROOT / "plugins" / "modules" / "slurm_associations.py"
     spec = importlib.util.spec_from_file_location("slurm_associations", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

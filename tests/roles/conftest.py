@@ -1,4 +1,4 @@
-"""Load the roles' Ansible modules (role-level library/ folders) as plain Python modules."""
+"""Load the collection's Ansible modules (plugins/modules/) as plain Python modules."""
 
 from __future__ import annotations
 
@@ -8,11 +8,12 @@ from pathlib import Path
 from types import ModuleType
 
 ROLES = Path(__file__).resolve().parents[2] / "roles"
+MODULES = ROLES.parent / "plugins" / "modules"
 
 
-def load_module(role: str, name: str) -> ModuleType:
-    path = ROLES / role / "library" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"role_{role}_{name}", path)
+def load_module(name: str) -> ModuleType:
+    path = MODULES / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"gpucluster_module_{name}", path)
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module

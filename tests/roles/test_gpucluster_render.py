@@ -7,7 +7,7 @@ from gpucluster.layers import load_cluster
 
 from .conftest import ROLES, load_module
 
-render = load_module("slurm_common", "gpucluster_render")
+render = load_module("gpucluster_render")
 MOLECULE_INVENTORIES = ROLES.parent / "molecule" / "inventory"
 
 
@@ -55,3 +55,12 @@ def test_lab_runs_the_rest_api_on_the_first_controller() -> None:
 def test_no_rest_api_by_default() -> None:
     groups = render.classify(load_cluster(MOLECULE_INVENTORIES / "mol"))
     assert groups["restd_hosts"] == [] and groups["rest_api"] is None
+
+
+def test_the_health_program_is_the_one_the_package_carries() -> None:
+    """slurm_health installs the file this names: the program the Slinky values embed too."""
+    from gpucluster.render.health import program_text
+
+    path = render.classify(load_cluster(DEFAULT_INVENTORY))["health_program"]
+    with open(path, encoding="utf-8") as handle:
+        assert handle.read() == program_text()

@@ -8,7 +8,7 @@ import pytest
 
 from .conftest import load_module
 
-assoc = load_module("slurm_accounts", "slurm_associations")
+assoc = load_module("slurm_associations")
 
 DESIRED: dict[str, Any] = {
     "cluster": "lab",

@@ -6,7 +6,7 @@ import yaml
 
 from .conftest import ROLES, load_module
 
-config = load_module("slurm_common", "slurm_config_files")
+config = load_module("slurm_config_files")
 REGEX = yaml.safe_load((ROLES / "slurm_common" / "defaults" / "main.yml").read_text())[
     "slurm_common_restart_keys_regex"
 ]

@@ -5,11 +5,13 @@ suite - and the topology it reports equals the inventory's switch tree and NVLin
 from __future__ import annotations
 
 import copy
+import json
 import os
 import textwrap
 
 import pytest
 import yaml
+from jsonschema import Draft202012Validator
 
 from gpucluster.cluster import Cluster
 from gpucluster.layers import load_cluster
@@ -25,6 +27,7 @@ from gpucluster.trial.slurmctld import (
 )
 from tests.conftest import (
     INVENTORIES,
+    REPO,
     SMALL_CLUSTER,
     SMALL_HOSTS,
     InventoryFactory,
@@ -114,3 +117,12 @@ def test_cli_trial_reports_success_for_the_lab() -> None:
     proc = run_cli("trial", "inventories/lab")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "slurmctld started; 0 error line(s); topology matches the inventory" in proc.stdout
+
+
+def test_cli_trial_json_matches_its_schema() -> None:
+    proc = run_cli("trial", "--json", "inventories/lab")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    doc = json.loads(proc.stdout)
+    schema = json.loads((REPO / "gpucluster" / "output_schemas" / "trial.schema.json").read_text())
+    Draft202012Validator(schema).validate(doc)
+    assert doc["ok"] and doc["started"] and doc["topology"]["matches"] and doc["error_lines"] == []

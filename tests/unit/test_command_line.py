@@ -26,6 +26,8 @@ NEVER_ON_RENDER = (
     "pulumi",
     "gpucluster.lab",
     "importlib.metadata",
+    # Shell completion is a script generated once (`gpucluster completion`), never work at start-up.
+    "shtab",
 )
 PROGRAM = Path(sys.executable).parent / "gpucluster"
 

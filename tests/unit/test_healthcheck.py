@@ -22,7 +22,7 @@ from gpucluster.layers import load_cluster
 from gpucluster.render import render_files
 from tests.conftest import INVENTORIES, REPO
 
-SCRIPT = REPO / "roles" / "slurm_health" / "files" / "gpucluster_healthcheck.py"
+SCRIPT = REPO / "gpucluster" / "programs" / "gpucluster_healthcheck.py"
 
 
 def _load() -> ModuleType:

@@ -10,7 +10,7 @@ from typing import Any
 
 from tests.roles.conftest import load_module
 
-mounts = load_module("shared_storage", "shared_mounts_plan")
+mounts = load_module("shared_mounts_plan")
 
 HOME: dict[str, Any] = {
     "name": "home",

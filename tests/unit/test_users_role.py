@@ -15,7 +15,7 @@ from gpucluster.render import render_files
 from tests.conftest import INVENTORIES
 from tests.roles.conftest import load_module
 
-accounts = load_module("users", "unix_accounts_plan")
+accounts = load_module("unix_accounts_plan")
 
 DESIRED: dict[str, Any] = {
     "groups": [{"name": "ml", "gid": 20000}, {"name": "alice", "gid": 10001}],

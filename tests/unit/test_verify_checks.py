@@ -623,7 +623,7 @@ def test_topology_lines() -> None:
 
 
 def playbook_output(seen: Observations) -> dict[str, Any]:
-    """The JSON document playbooks/verify.yml writes for these observations."""
+    """The JSON document the verify playbook writes for these observations."""
 
     def command(value: Command | None) -> dict[str, Any] | None:
         return None if value is None else {"rc": value.rc, "stdout": value.stdout, "stderr": value.stderr}

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from gpucluster.layers import load_cluster
 from gpucluster.render import render_files
@@ -50,9 +51,15 @@ def test_expected_config_is_what_render_makes(inventories: InventoryFactory) -> 
         assert digest == (hashlib.sha256(text.encode()).hexdigest() if text is not None else None), name
     assert plan.expected_config["topology.yaml"] is None  # 22.05 gets topology.conf
     assert "accounts.yaml" not in plan.expected_config
-    # The files slurm_common removes when not rendered are expected absent, read from the role.
+    # The files slurm_common removes when not rendered are expected absent.
     assert set(optional_files()) <= set(plan.expected_config)
     assert {"gres.conf", "topology.conf", "topology.yaml"} <= set(optional_files())
+
+
+def test_the_optional_files_are_the_ones_slurm_common_removes() -> None:
+    """verify expects a file absent exactly when slurm_common would have removed it."""
+    defaults = yaml.safe_load((REPO / "roles" / "slurm_common" / "defaults" / "main.yml").read_text())
+    assert defaults["slurm_common_optional_files"] == optional_files()
 
 
 def test_jobs_are_bounded_and_named_for_cleanup(inventories: InventoryFactory) -> None:
@@ -279,8 +286,10 @@ def test_an_unreachable_cluster_is_one_line_and_exit_1(inventories: InventoryFac
     directory = inventories.make(hosts, CLUSTER)
     proc = run_cli("verify", str(directory), "--json")
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert proc.stdout == ""
     lines = proc.stderr.strip().splitlines()
     assert lines[-1].startswith("verify: cannot reach ctl1, the primary controller: "), proc.stderr
+    # With --json, the same line as the error document on stdout (docs/cli-json.md).
+    assert json.loads(proc.stdout) == {"ok": False, "error": lines[-1]}
     assert "Traceback" not in proc.stderr
-    assert shlex.split(lines[0])[:2] == ["verify:", "observing"]
+    # Progress first: the elapsed time, then what it does.
+    assert shlex.split(lines[0])[1:3] == ["verify:", "observing"]

@@ -238,6 +238,4 @@ def small_plan(inventories: InventoryFactory) -> Plan:
 
 
 def module_path() -> Path:
-    return (
-        Path(__file__).resolve().parents[2] / "roles" / "slurm_accounts" / "library" / "slurm_associations.py"
-    )
+    return Path(__file__).resolve().parents[2] / "plugins" / "modules" / "slurm_associations.py"

@@ -58,7 +58,7 @@ def restore(host) -> Iterator[None]:
 def test_program_is_the_repository_file(host) -> None:
     installed = host.file(PROGRAM)
     assert installed.mode == 0o755 and installed.user == "root"
-    source = REPO / "roles" / "slurm_health" / "files" / "gpucluster_healthcheck.py"
+    source = REPO / "gpucluster" / "programs" / "gpucluster_healthcheck.py"
     assert installed.sha256sum == hashlib.sha256(source.read_bytes()).hexdigest()
 
 

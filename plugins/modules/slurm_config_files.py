@@ -13,9 +13,9 @@ description:
     files of O(absent), and creates O(directories).
   - A new slurm.conf is parsed with C(SLURM_CONF=<new> scontrol show hostnames) before it replaces
     the live one (a slurm.conf that does not parse makes Slurm 22.05 daemons exit on reconfigure).
-  - Returns O(restart) when the change is one Slurm applies only on restart (a slurm.conf line
+  - Returns RV(restart) when the change is one Slurm applies only on restart (a slurm.conf line
     matching O(restart_keys_regex) changed, or a file of O(restart_files) changed), and
-    O(reconfigure) for other changes. Neither is set on a first install (no slurm.conf before).
+    RV(reconfigure) for other changes. Neither is set on a first install (no slurm.conf before).
   - One module call instead of a copy task per file keeps a converge fast on many hosts.
 options:
   dest:
@@ -49,7 +49,25 @@ options:
     description: Parse a new slurm.conf with scontrol before installing it.
     type: bool
     default: true
-author: gpucluster
+author: gpucluster maintainers (!UNKNOWN)
+"""
+
+EXAMPLES = r"""
+- name: Install the rendered Slurm files, parsing slurm.conf first
+  gpucluster.cluster.slurm_config_files:
+    dest: /etc/slurm
+    files:
+      slurm.conf: "{{ lookup('ansible.builtin.file', 'build/prod/slurm/slurm.conf') }}"
+      cgroup.conf: "{{ lookup('ansible.builtin.file', 'build/prod/slurm/cgroup.conf') }}"
+    absent: [topology.yaml]
+    directories:
+      - {path: /var/log/slurm, owner: slurm, mode: "0755"}
+    restart_keys_regex: '^(NodeName|SlurmctldHost|\w+Type)[=\s]'
+  register: slurm_files
+
+- name: Restart the daemons when a change needs it
+  ansible.builtin.debug:
+    msg: "{{ 'restart' if slurm_files.restart else 'reconfigure' if slurm_files.reconfigure else 'nothing' }}"
 """
 
 RETURN = r"""
@@ -161,7 +179,8 @@ def main() -> None:
             "files": {"type": "dict", "required": True},
             "absent": {"type": "list", "elements": "str", "default": []},
             "directories": {"type": "list", "elements": "dict", "default": []},
-            "restart_keys_regex": {"type": "str", "required": True},
+            # A regular expression of slurm.conf keys, no secret (validate-modules guesses from "keys").
+            "restart_keys_regex": {"type": "str", "required": True, "no_log": False},
             "restart_files": {"type": "list", "elements": "str", "default": ["gres.conf", "cgroup.conf"]},
             "validate": {"type": "bool", "default": True},
         },

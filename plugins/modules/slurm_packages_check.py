@@ -36,7 +36,7 @@ options:
     description: Debian suite that carries O(release), for the message; empty when none does.
     type: str
     default: ""
-author: gpucluster
+author: gpucluster maintainers (!UNKNOWN)
 """
 
 EXAMPLES = r"""

@@ -28,7 +28,19 @@ options:
     description: Path of the sacctmgr binary.
     type: str
     default: sacctmgr
-author: gpucluster
+author: gpucluster maintainers (!UNKNOWN)
+"""
+
+EXAMPLES = r"""
+- name: Make the Slurm associations match the tenants (run where sacctmgr reaches slurmdbd)
+  gpucluster.cluster.slurm_associations:
+    desired: "{{ lookup('ansible.builtin.file', 'build/prod/slurm/accounts.yaml') | from_yaml }}"
+    remove_absent: true
+  register: accounts
+
+- name: Show the sacctmgr commands that were run
+  ansible.builtin.debug:
+    msg: "{{ accounts.commands | map('join', ' ') | list }}"
 """
 
 RETURN = r"""

@@ -51,7 +51,20 @@ options:
       public half is part of the user's authorized keys, after the inventory's.
     type: bool
     default: false
-author: gpucluster
+author: gpucluster maintainers (!UNKNOWN)
+"""
+
+EXAMPLES = r"""
+- name: Plan the cluster's Unix accounts on this host
+  gpucluster.cluster.unix_accounts_plan:
+    desired: "{{ lookup('ansible.builtin.file', 'build/prod/hosts/users.yaml') | from_yaml }}"
+    record: /var/lib/gpucluster/users/created.json
+    host: "{{ inventory_hostname }}"
+  register: accounts_plan
+
+- name: Say which accounts are left alone
+  ansible.builtin.debug:
+    msg: "{{ accounts_plan.notes }}"
 """
 
 RETURN = r"""
@@ -212,7 +225,7 @@ def read_record(path: str) -> dict[str, list[str]]:
             data = json.load(handle)
     except FileNotFoundError:
         return {"groups": [], "users": []}
-    return {key: [str(name) for name in data.get(key, [])] for key, _, _ in KINDS}
+    return {kind[0]: [str(name) for name in data.get(kind[0], [])] for kind in KINDS}
 
 
 def existing_accounts() -> dict[str, dict[str, int]]:

@@ -42,7 +42,20 @@ options:
     description: This host's inventory name (which filesystems are its own, and for messages).
     type: str
     required: true
-author: gpucluster
+author: gpucluster maintainers (!UNKNOWN)
+"""
+
+EXAMPLES = r"""
+- name: Plan the shared filesystems of this host
+  gpucluster.cluster.shared_mounts_plan:
+    filesystems: "{{ (lookup('ansible.builtin.file', 'build/prod/hosts/storage.yaml') | from_yaml).filesystems }}"
+    record: /var/lib/gpucluster/storage/mounted.json
+    host: "{{ inventory_hostname }}"
+  register: storage_plan
+
+- name: Say what is left alone
+  ansible.builtin.debug:
+    msg: "{{ storage_plan.notes }}"
 """
 
 RETURN = r"""
@@ -196,7 +209,7 @@ def read_mounted(path: str = "/proc/self/mountinfo") -> dict[str, str]:
     mounted: dict[str, str] = {}
     with open(path, encoding="utf-8") as handle:
         for line in handle:
-            head, _, tail = line.partition(" - ")
+            head, _separator, tail = line.partition(" - ")
             fields, rest = head.split(), tail.split()
             if len(fields) >= 5 and len(rest) >= 2:
                 mounted[unescape(fields[4])] = unescape(rest[1])

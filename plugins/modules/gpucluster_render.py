@@ -14,8 +14,9 @@ description:
     C(gpucluster render) (the same renderer, so the bytes are identical) under O(out), and
     returns which hosts run slurmctld, slurmdbd and slurmd, and which are login (submit) hosts,
     according to the model.
-  - Runs on the Ansible controller; gpucluster must be importable (O(gpucluster_path) is put
-    first on sys.path).
+  - Runs on the Ansible controller; gpucluster must be importable there (the collection's
+    requirements.txt installs it for Ansible's Python; O(gpucluster_path), when given, is put
+    first on sys.path, as the roles do from a clone of the repository).
 options:
   inventory:
     description: Inventory directory (hosts.yml and group_vars/all/cluster.yml).
@@ -28,10 +29,26 @@ options:
     type: path
     required: true
   gpucluster_path:
-    description: Directory holding the gpucluster package (the repository root).
+    description: Directory holding the gpucluster package (a clone's root), put first on sys.path.
     type: path
     required: false
-author: gpucluster
+author: gpucluster maintainers (!UNKNOWN)
+"""
+
+EXAMPLES = r"""
+- name: Render the Slurm files of an inventory on the controller and learn who runs what
+  gpucluster.cluster.gpucluster_render:
+    inventory: inventories/prod
+    out: build/ansible/prod
+  delegate_to: localhost
+  run_once: true
+  register: rendered
+
+- name: Put the slurmctld hosts in a group of their own
+  ansible.builtin.add_host:
+    name: "{{ item }}"
+    groups: slurm_controllers
+  loop: "{{ rendered.controllers }}"
 """
 
 RETURN = r"""
@@ -104,6 +121,12 @@ packages:
     site's repository (url, suite, components, key as an absolute path) or null.
   type: dict
   returned: always
+health_program:
+  description: >-
+    Path on the controller of gpucluster-healthcheck as the gpucluster package carries it (the
+    slurm_health role installs it on the nodes).
+  type: str
+  returned: always
 served_files:
   description: >-
     The files slurmctld serves to a configless slurmd of this Slurm release (empty when not
@@ -123,6 +146,7 @@ def classify(cluster: Any) -> dict[str, Any]:
     hosts bare-metal Slurm owns run slurmd; with none, there is no bare-metal Slurm to install."""
     from gpucluster.modelbase import Owner
     from gpucluster.moves import MOVE_REASON
+    from gpucluster.render.health import program_path
     from gpucluster.slurm.render import conf_server, configless_served
     from gpucluster.slurm.restapi import rest_api_settings
 
@@ -169,6 +193,7 @@ def classify(cluster: Any) -> dict[str, Any]:
                 "key": str(cluster.inventory.root / repository.key),
             },
         },
+        "health_program": str(program_path()),
     }
 
 

@@ -40,7 +40,18 @@ options:
     description: Seconds between two looks at the queue.
     type: int
     default: 5
-author: gpucluster
+author: gpucluster maintainers (!UNKNOWN)
+"""
+
+EXAMPLES = r"""
+- name: Drain the nodes leaving Slurm and wait for their jobs (never killed)
+  gpucluster.cluster.slurm_leaving_nodes:
+    nodes: [gpu01, gpu02]
+    reasons:
+      gpu03: "gpucluster: moving to kubernetes"
+    timeout: 3600
+  register: leaving
+  when: inventory_hostname == groups['slurm_controllers'][0]
 """
 
 RETURN = r"""
@@ -71,7 +82,7 @@ def _run(module: AnsibleModule, *args: str) -> tuple[int, str, str]:
 
 def live_nodes(module: AnsibleModule) -> dict[str, str] | None:
     """Node -> state flags as slurmctld reports them; None when no slurmctld answers."""
-    rc, out, _ = _run(module, "sinfo", "--noheader", "--Node", "--format=%N %T")
+    rc, out, _err = _run(module, "sinfo", "--noheader", "--Node", "--format=%N %T")
     if rc != 0:
         return None
     nodes: dict[str, str] = {}
