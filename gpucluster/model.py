@@ -557,7 +557,7 @@ class SlurmSettings(Strict):
         Update.RESTART,
         default=None,
     )
-    extra: dict[Annotated[str, Field(pattern=r"^[A-Z][A-Za-z]+$")], str | int] = spec(
+    extra: dict[Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9]*$")], str | int] = spec(
         "Further slurm.conf keys, written verbatim after the generated ones.",
         Update.RECONFIGURE,
         default_factory=dict,

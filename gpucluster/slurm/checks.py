@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from gpucluster.slurm.releases import configless_serves_topology_yaml
+from gpucluster.slurm.written import written_keys
 
 if TYPE_CHECKING:
     from gpucluster.checking import CheckContext
@@ -28,8 +29,8 @@ def check_slurm(ctx: CheckContext) -> None:
         )
     check_rest_api(ctx)
     check_qos(ctx)
-    check_health(ctx)
     check_configless(ctx)
+    check_extra(ctx)
 
 
 def check_release(ctx: CheckContext) -> None:
@@ -109,7 +110,6 @@ def check_node_ssh(ctx: CheckContext) -> None:
             f"slurm.node_ssh needs proctrack `cgroup` (is `{ctx.spec.slurm.proctrack}`): "
             "pam_slurm_adopt adopts ssh sessions into the job's cgroup",
         )
-    refuse_extra(ctx, ["PrologFlags"], "cluster.slurm.node_ssh (Contain, for pam_slurm_adopt)")
     declared = {user.name for user in ctx.spec.users}
     if not declared:
         return
@@ -145,24 +145,48 @@ def check_rest_api(ctx: CheckContext) -> None:
             [*parts, "port"],
             f"port {rest.port} is slurmdbd's (cluster.slurm.accounting.port) on `{rest.host}`",
         )
-    refuse_extra(ctx, ["AuthAltTypes", "AuthAltParameters"], "cluster.slurm.rest_api (JWT for slurmrestd)")
 
 
-def check_health(ctx: CheckContext) -> None:
-    """slurm.conf keys the health check renders must not come from `extra` too."""
-    health = ctx.spec.slurm.health
-    if health is None:
+def check_extra(ctx: CheckContext) -> None:
+    """`extra` sets keys of the target release's slurm.conf that gpucluster does not write itself:
+    an unknown key (a misspelling, or a key of another release) and a second line of a key gpucluster
+    writes would otherwise reach slurmctld, which ignores the first or refuses to start."""
+    extra = ctx.spec.slurm.extra
+    if not extra:
         return
-    keys = ["HealthCheckProgram", "HealthCheckInterval", "HealthCheckNodeState"]
-    keys += ["Prolog"] if health.prolog else []
-    refuse_extra(ctx, keys, "cluster.slurm.health (gpucluster-healthcheck)")
+    from gpucluster.slurm.conf_keys import KEYS  # only when there is something to check
+
+    facts = ctx.spec.slurm.release
+    known = KEYS[facts.name]
+    by_lower = {key.lower(): key for key in known}
+    written = {key.lower(): (key, setting) for key, setting in written_keys(ctx.spec).items()}
+    for key in extra:
+        parts = ["slurm", "extra", key]
+        if key.lower() in written:
+            name, setting = written[key.lower()]
+            ctx.fail(
+                parts,
+                f"{name} is written by {setting}; remove it here (Slurm would keep one of the two lines)",
+            )
+        elif key not in known:
+            ctx.fail(parts, unknown_key_message(key, facts.name, by_lower))
 
 
-def refuse_extra(ctx: CheckContext, keys: list[str], setting: str) -> None:
-    """slurm.conf keys a setting renders: written in `extra` too, Slurm would keep only one line."""
-    for key in keys:
-        if key in ctx.spec.slurm.extra:
-            ctx.fail(["slurm", "extra", key], f"{key} is set by {setting}; remove it here")
+def unknown_key_message(key: str, release_name: str, by_lower: dict[str, str]) -> str:
+    from gpucluster.keyhints import closest
+    from gpucluster.slurm.conf_keys import KEYS
+
+    if key.lower() in by_lower:
+        return f"Slurm spells it `{by_lower[key.lower()]}`"
+    elsewhere = [name for name, keys in KEYS.items() if key in keys]
+    if elsewhere:
+        return (
+            f"`{key}` is not a slurm.conf key of Slurm {release_name} (Slurm {', '.join(elsewhere)} "
+            "had it; see slurm.conf(5) of the release)"
+        )
+    guess = closest(key, sorted(by_lower.values()))
+    hint = f": did you mean `{guess}`?" if guess else " (slurm.conf(5) of the release lists its keys)"
+    return f"`{key}` is not a slurm.conf key of Slurm {release_name}{hint}"
 
 
 def check_configless(ctx: CheckContext) -> None:

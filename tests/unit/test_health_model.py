@@ -82,13 +82,13 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
         "program in extra",
         lambda c: c["slurm"].update(health={}, extra={"HealthCheckProgram": "/usr/sbin/nhc"}),
         "cluster.slurm.extra.HealthCheckProgram",
-        "set by cluster.slurm.health",
+        "written by cluster.slurm.health",
     ),
     (
         "prolog in extra",
         lambda c: c["slurm"].update(health={"prolog": True}, extra={"Prolog": "/etc/slurm/prolog.sh"}),
         "cluster.slurm.extra.Prolog",
-        "set by cluster.slurm.health",
+        "written by cluster.slurm.health",
     ),
 ]
 

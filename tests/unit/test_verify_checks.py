@@ -573,8 +573,10 @@ def test_accounts_check_agrees_with_the_slurm_accounts_role(plan: Plan, assoc: s
 def test_no_accounting_skips_accounts(inventories: InventoryFactory) -> None:
     from tests.unit.verify_fixtures import CLUSTER, HOSTS
 
+    without_dbd = HOSTS.replace("        dbd:\n          hosts:\n            db1:\n", "")
+    assert without_dbd != HOSTS
     directory = inventories.make(
-        HOSTS, CLUSTER.replace("        accounting: {host: db1}\n", ""), name="small"
+        without_dbd, CLUSTER.replace("        accounting: {host: db1}\n", ""), name="small"
     )
     from gpucluster.layers import load_cluster
 
