@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from gpucluster.console import err, out
 from gpucluster.errors import InventoryError
+from gpucluster.outputs import OUTPUT_PARTS
 
 if TYPE_CHECKING:
     from gpucluster.cluster import Cluster
@@ -61,13 +62,17 @@ def show(args: argparse.Namespace) -> int:
 
 def render(args: argparse.Namespace) -> int:
     """Write the generated files (slurm/, and the other layers the inventory enables)."""
-    from gpucluster.render import render_files, write_tree
+    from gpucluster.render import render_files, sync_tree
 
     files = render_files(_load(args.inventory), only=args.only)
-    written = write_tree(files, args.out_dir)
-    out(f"{len(files)} files in {args.out_dir} ({len(written)} changed)")
-    for path in written:
+    changes = sync_tree(files, args.out_dir, parts=args.only)
+    what = f" of {', '.join(args.only)}" if args.only else ""
+    removed = f", {len(changes.removed)} removed" if changes.removed else ""
+    out(f"{len(files)} files{what} in {args.out_dir} ({len(changes.written)} changed{removed})")
+    for path in changes.written:
         out(f"  wrote {path}")
+    for path in changes.removed:
+        out(f"  removed {path} (no longer generated)")
     return 0
 
 
@@ -210,7 +215,14 @@ def build_parser(with_lab_commands: bool = True) -> argparse.ArgumentParser:
         help="Output directory (default: build).",
     )
     parser_render.add_argument(
-        "--only", action="append", metavar="PART", help="Render only these parts (e.g. slurm); repeatable."
+        "--only",
+        action="append",
+        choices=list(OUTPUT_PARTS),
+        metavar="PART",
+        help="Render only this part, repeatable; the files of the other parts in the output directory are "
+        "left as they are. Parts: "
+        + "; ".join(f"{name} ({what})" for name, what in OUTPUT_PARTS.items())
+        + ".",
     )
 
     parser_plan = add_command(commands, "plan", plan)
