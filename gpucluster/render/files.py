@@ -37,7 +37,9 @@ def part_of(rel: str) -> str:
     return rel.split("/", 1)[0]
 
 
-def sync_tree(files: dict[str, str], out_dir: str | Path, parts: Collection[str] | None = None) -> TreeChanges:
+def sync_tree(
+    files: dict[str, str], out_dir: str | Path, parts: Collection[str] | None = None
+) -> TreeChanges:
     """Write all files under out_dir, and remove the files rendered there before that are no longer
     generated. With `parts` (a partial render) only those folders are rendered: files of the other
     folders are neither written nor removed, and stay in the manifest."""

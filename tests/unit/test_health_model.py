@@ -162,6 +162,7 @@ def test_health_renders_slurm_conf_keys_and_the_expectations(inventories: Invent
         infiniband =
         mounts =
         budget = 50
+        heavy_node_state = IDLE
 
         [h100]
         nodes = n01 n02 n03 n04
@@ -172,6 +173,7 @@ def test_health_renders_slurm_conf_keys_and_the_expectations(inventories: Invent
         infiniband = mlx5_0:1
         mounts = /home
         budget = 50
+        heavy_node_state = IDLE
         """
     )
     text = files["slurm/healthcheck.conf"]
