@@ -77,37 +77,18 @@ def render(args: argparse.Namespace) -> int:
 
 
 def plan(args: argparse.Namespace) -> int:
-    """List what changed between two inventories and what applying it needs on a live cluster;
-    nodes that change scheduler get the ordered steps of their move."""
-    from gpucluster.moves import move_steps
-    from gpucluster.plan import plan as plan_changes
-    from gpucluster.plan import required_action
+    """List what changes between two inventories: what they resolve to (hosts, groups, owners,
+    partitions, switches, blocks, tenants per scheduler, users, every setting) and the rendered
+    files, each change with what applying it needs on the target release, then the ordered steps
+    (moves of nodes between schedulers included)."""
+    from gpucluster.plan import make_plan, text_lines
 
-    before, after = _load(args.old), _load(args.new)
-    changes = plan_changes(before, after)
-    steps = move_steps(before, after)
-    action = required_action(changes)
+    result = make_plan(_load(args.old), _load(args.new))
     if args.as_json:
-        doc = {
-            "changes": [
-                {"path": c.path, "old": c.old, "new": c.new, "update": c.update.name.lower()} for c in changes
-            ],
-            "steps": [step.as_dict() for step in steps],
-            "overall": None if action is None else {"update": action.name.lower(), "means": action.value},
-        }
-        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+        sys.stdout.write(json.dumps(result.as_dict(), indent=2) + "\n")
         return 0
-    if not changes:
-        out("no changes")
-        return 0
-    for change in changes:
-        out(f"{change.path}: {change.old or '-'} -> {change.new or '-'}  [{change.update.name.lower()}]")
-    if steps:
-        out("steps (nodes change scheduler; never two owners, quotas within capacity at every step):")
-        for number, step in enumerate(steps, 1):
-            out(f"  {number:2d}. [{step.scheduler}] {step.action}: {step.text}")
-    if action is not None:
-        out(f"overall: {action.name.lower()}: {action.value}")
+    for line in text_lines(result):
+        out(line)
     return 0
 
 
@@ -230,7 +211,7 @@ def build_parser(with_lab_commands: bool = True) -> argparse.ArgumentParser:
         "old", type=Path, help="The inventory as deployed (e.g. a checkout of the last release)."
     )
     parser_plan.add_argument("new", type=Path, help="The inventory to apply.")
-    _json(parser_plan, "Changes and steps as JSON, for automation.")
+    _json(parser_plan, "The plan as JSON, for automation (its schema: gpucluster.plan_schema, README).")
 
     parser_trial = add_command(commands, "trial", trial)
     _inventory(parser_trial)

@@ -151,7 +151,7 @@ class NodeType(Strict):
 
 
 class NodeGroup(Strict):
-    group: str = spec("Inventory group (or host) whose hosts are of this node type.", Update.RESTART)
+    group: str = spec("Inventory group (or host) whose hosts are of this node type.", Update.NODE_LIST)
     type: str = spec("Key of `node_types`.", Update.RESTART)
     owner: Owner | None = spec(
         "The one scheduler that owns these hosts: `slurm` (bare-metal slurmd), `kubernetes` (kubelet; "
@@ -188,7 +188,11 @@ class Fabric(Strict):
 
 class Partition(Strict):
     name: Annotated[str, Field(pattern=NAME_RE)] = spec("Partition name.", Update.RECONFIGURE)
-    nodes: list[str] = spec("Inventory hosts/groups in this partition.", Update.RESTART, min_length=1)
+    nodes: list[str] = spec(
+        "Inventory hosts/groups in this partition (hosts new to Slurm are a node-list change: see cluster.nodes).",
+        Update.RECONFIGURE,
+        min_length=1,
+    )
     default: bool = spec("Default partition for jobs that name none.", Update.RECONFIGURE, default=False)
     max_time: str = spec(
         "MaxTime in Slurm time format (e.g. 7-00:00:00, UNLIMITED).", Update.RECONFIGURE, default="UNLIMITED"
@@ -735,7 +739,7 @@ class ClusterSpec(Strict):
     node_types: dict[Annotated[str, Field(pattern=NAME_RE)], NodeType] = spec(
         "Hardware profiles of nodes.", Update.RESTART, min_length=1
     )
-    nodes: list[NodeGroup] = spec("Inventory group -> node type.", Update.RESTART, min_length=1)
+    nodes: list[NodeGroup] = spec("Inventory group -> node type.", Update.NODE_LIST, min_length=1)
     fabric: Fabric = spec(
         "Network topology: switch tree and NVLink blocks.", Update.RECONFIGURE, default_factory=Fabric
     )
