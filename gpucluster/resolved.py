@@ -74,9 +74,14 @@ def resolved_view(cluster: Cluster) -> dict[str, Any]:
     return {
         "cluster": data,
         "hosts": {
-            host: {"type": cluster.node_type_of[host], "owner": owner.value if (owner := cluster.owner_of.get(host)) else None}
+            host: {
+                "type": cluster.node_type_of[host],
+                "owner": owner.value if (owner := cluster.owner_of.get(host)) else None,
+            }
             for host in cluster.hosts
         },
-        "switches": {s.name: {"switches": list(s.switches), "nodes": list(s.nodes)} for s in cluster.switches},
+        "switches": {
+            s.name: {"switches": list(s.switches), "nodes": list(s.nodes)} for s in cluster.switches
+        },
         "tenants": tenant_views(cluster),
     }
