@@ -48,13 +48,15 @@ def validate(args: argparse.Namespace) -> int:
 
 
 def show(args: argparse.Namespace) -> int:
-    """Tables of node types, partitions, fabric, the fleet (which scheduler owns which nodes) and tenants."""
-    from gpucluster.show import fleet
+    """Every section of the inventory as it resolves: the Slurm settings and the target release's facts
+    (and the releases gpucluster knows, which real daemons prove), node types, partitions, fabric,
+    the fleet (which scheduler owns which nodes), tenants, QOS, users, storage, Kubernetes, cloud."""
+    from gpucluster.show import as_json
     from gpucluster.show import show as show_cluster
 
     cluster = _load(args.inventory)
     if args.as_json:
-        sys.stdout.write(json.dumps(fleet(cluster), indent=2) + "\n")
+        sys.stdout.write(json.dumps(as_json(cluster), indent=2) + "\n")
     else:
         sys.stdout.write(show_cluster(cluster))
     return 0
@@ -183,7 +185,9 @@ def build_parser(with_lab_commands: bool = True) -> argparse.ArgumentParser:
 
     parser_show = add_command(commands, "show", show)
     _inventory(parser_show)
-    _json(parser_show, "The fleet (owners, tenants) as JSON.")
+    _json(
+        parser_show, "The whole resolved model (hosts as lists), the release's facts and the fleet as JSON."
+    )
 
     parser_render = add_command(commands, "render", render)
     _inventory(parser_render)
