@@ -379,7 +379,12 @@ def make_plan(
     release = new.release
     raw: list[tuple[list[str], Any, Any]] = []
     _diff(resolved_view(old), resolved_view(new), [], raw)
-    with_policy = [(parts, a, b, effective(policy(old, new, parts, a, b), release)) for parts, a, b in raw]
+    # A node type no host has, in either inventory, is no change to the cluster.
+    with_policy = [
+        (parts, a, b, effective(policy(old, new, parts, a, b), release))
+        for parts, a, b in raw
+        if _domain(old, new, parts) != set() or parts[:2] != ["cluster", "node_types"]
+    ]
     before, after = normalized(old_files), normalized(new_files)
     differing = sorted(rel for rel in set(before) | set(after) if before.get(rel) != after.get(rel))
     changes = []

@@ -240,3 +240,10 @@ def test_the_policy_texts_follow_the_release_facts() -> None:
     first = min((r for r in RELEASES.values() if r.reconfigure_node_changes), key=lambda r: r.version)
     assert f"scontrol reconfigure from Slurm {first.name} on" in Update.NODE_LIST.value
     assert "22.05" not in Update.RESTART.value
+
+
+def test_a_node_type_no_host_has_is_no_change(inventories: InventoryFactory) -> None:
+    spare = {
+        "  node_types:\n": "  node_types:\n    spare: {sockets: 1, cores_per_socket: 4, memory_mb: 8192}\n"
+    }
+    assert pair(inventories, cluster_edits=spare).changes == []
