@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from gpucluster.console import err, out
 from gpucluster.errors import InventoryError
+from gpucluster.outputs import OUTPUT_PARTS
 
 if TYPE_CHECKING:
     from gpucluster.cluster import Cluster
@@ -78,13 +79,15 @@ def validate(args: argparse.Namespace) -> int:
 
 
 def show(args: argparse.Namespace) -> int:
-    """Tables of node types, partitions, fabric, the fleet (which scheduler owns which nodes) and tenants."""
-    from gpucluster.show import fleet
+    """Every section of the inventory as it resolves: the Slurm settings and the target release's facts
+    (and the releases gpucluster knows, which real daemons prove), node types, partitions, fabric,
+    the fleet (which scheduler owns which nodes), tenants, QOS, users, storage, Kubernetes, cloud."""
+    from gpucluster.show import as_json
     from gpucluster.show import show as show_cluster
 
     cluster = _load(args.inventory)
     if args.as_json:
-        sys.stdout.write(json.dumps(fleet(cluster), indent=2) + "\n")
+        sys.stdout.write(json.dumps(as_json(cluster), indent=2) + "\n")
     else:
         sys.stdout.write(show_cluster(cluster))
     return 0
@@ -92,21 +95,28 @@ def show(args: argparse.Namespace) -> int:
 
 def render(args: argparse.Namespace) -> int:
     """Write the generated files (slurm/, and the other layers the inventory enables)."""
-    from gpucluster.render import render_files, write_tree
+    from gpucluster.render import render_files, sync_tree
 
     files = render_files(_load(args.inventory), only=args.only)
-    written = write_tree(files, args.out_dir)
+    changes = sync_tree(files, args.out_dir, parts=args.only)
     if args.as_json:
-        _render_json(args, files, written)
+        _render_json(args, files, changes.written, changes.removed)
         return 0
-    out(f"{len(files)} files in {args.out_dir} ({len(written)} changed)")
-    for path in written:
+    what = f" of {', '.join(args.only)}" if args.only else ""
+    removed = f", {len(changes.removed)} removed" if changes.removed else ""
+    out(f"{len(files)} files{what} in {args.out_dir} ({len(changes.written)} changed{removed})")
+    for path in changes.written:
         out(f"  wrote {path}")
+    for path in changes.removed:
+        out(f"  removed {path} (no longer generated)")
     return 0
 
 
-def _render_json(args: argparse.Namespace, files: dict[str, str], written: list[Path]) -> None:
-    """Every file of the tree with its sha256 and size, and whether this run wrote it."""
+def _render_json(
+    args: argparse.Namespace, files: dict[str, str], written: list[Path], removed: list[Path]
+) -> None:
+    """Every file of the tree with its sha256 and size, whether this run wrote it, and the files
+    it removed (generated before, no longer)."""
     import hashlib
 
     from gpucluster.jsonout import write
@@ -123,41 +133,29 @@ def _render_json(args: argparse.Namespace, files: dict[str, str], written: list[
                 "changed": str(args.out_dir / rel) in changed,
             }
         )
-    write({"inventory": str(args.inventory), "out": str(args.out_dir), "files": entries})
+    write(
+        {
+            "inventory": str(args.inventory),
+            "out": str(args.out_dir),
+            "files": entries,
+            "removed": [str(path) for path in removed],
+        }
+    )
 
 
 def plan(args: argparse.Namespace) -> int:
-    """List what changed between two inventories and what applying it needs on a live cluster;
-    nodes that change scheduler get the ordered steps of their move."""
-    from gpucluster.moves import move_steps
-    from gpucluster.plan import plan as plan_changes
-    from gpucluster.plan import required_action
+    """List what changes between two inventories: what they resolve to (hosts, groups, owners,
+    partitions, switches, blocks, tenants per scheduler, users, every setting) and the rendered
+    files, each change with what applying it needs on the target release, then the ordered steps
+    (moves of nodes between schedulers included)."""
+    from gpucluster.plan import make_plan, text_lines
 
-    before, after = _load(args.old), _load(args.new)
-    changes = plan_changes(before, after)
-    steps = move_steps(before, after)
-    action = required_action(changes)
+    result = make_plan(_load(args.old), _load(args.new))
     if args.as_json:
-        doc = {
-            "changes": [
-                {"path": c.path, "old": c.old, "new": c.new, "update": c.update.name.lower()} for c in changes
-            ],
-            "steps": [step.as_dict() for step in steps],
-            "overall": None if action is None else {"update": action.name.lower(), "means": action.value},
-        }
-        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+        sys.stdout.write(json.dumps(result.as_dict(), indent=2) + "\n")
         return 0
-    if not changes:
-        out("no changes")
-        return 0
-    for change in changes:
-        out(f"{change.path}: {change.old or '-'} -> {change.new or '-'}  [{change.update.name.lower()}]")
-    if steps:
-        out("steps (nodes change scheduler; never two owners, quotas within capacity at every step):")
-        for number, step in enumerate(steps, 1):
-            out(f"  {number:2d}. [{step.scheduler}] {step.action}: {step.text}")
-    if action is not None:
-        out(f"overall: {action.name.lower()}: {action.value}")
+    for line in text_lines(result):
+        out(line)
     return 0
 
 
@@ -296,7 +294,9 @@ def build_parser(with_lab_commands: bool = True) -> argparse.ArgumentParser:
 
     parser_show = add_command(commands, "show", show)
     _inventory(parser_show)
-    _json(parser_show, "The fleet (owners, tenants) as JSON.")
+    _json(
+        parser_show, "The whole resolved model (hosts as lists), the release's facts and the fleet as JSON."
+    )
 
     parser_render = add_command(commands, "render", render)
     _inventory(parser_render)
@@ -309,7 +309,14 @@ def build_parser(with_lab_commands: bool = True) -> argparse.ArgumentParser:
         help="Output directory (default: build).",
     )
     parser_render.add_argument(
-        "--only", action="append", metavar="PART", help="Render only these parts (e.g. slurm); repeatable."
+        "--only",
+        action="append",
+        choices=list(OUTPUT_PARTS),
+        metavar="PART",
+        help="Render only this part, repeatable; the files of the other parts in the output directory are "
+        "left as they are. Parts: "
+        + "; ".join(f"{name} ({what})" for name, what in OUTPUT_PARTS.items())
+        + ".",
     )
     _json(parser_render, "The files of the tree as JSON: path, sha256, size, whether this run wrote it.")
 
@@ -318,7 +325,7 @@ def build_parser(with_lab_commands: bool = True) -> argparse.ArgumentParser:
         "old", type=Path, help="The inventory as deployed (e.g. a checkout of the last release)."
     )
     parser_plan.add_argument("new", type=Path, help="The inventory to apply.")
-    _json(parser_plan, "Changes and steps as JSON, for automation.")
+    _json(parser_plan, "The plan as JSON, for automation (its schema: gpucluster.plan_schema, README).")
 
     parser_trial = add_command(commands, "trial", trial)
     _inventory(parser_trial)

@@ -7,15 +7,17 @@ so a user fixes them in one pass.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import hostlist
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from gpucluster.errors import InventoryError, Problem, format_path
 from gpucluster.hostlists import compress
 from gpucluster.inventory import Inventory
+from gpucluster.keyhints import model_problems
 from gpucluster.model import (
     UNIX_ID_RANGES,
     UNIX_ID_RANGES_TEXT,
@@ -164,6 +166,62 @@ class Cluster:
         )
 
 
+GPU_DEVICE_RE = re.compile(r"/dev/nvidia(0|[1-9][0-9]*)")
+
+
+def device_list_problem(devices: str, count: int) -> str | None:
+    """What is wrong with a node type's GPU device list, if anything: it names the `count` GPU
+    device files /dev/nvidia0 ... /dev/nvidia<count-1> (the driver numbers them from 0), written
+    as a Slurm hostlist (`/dev/nvidia[0-7]`)."""
+    if re.search(r"\[[^]]*:[^]]*\]", devices):
+        return (
+            f"{devices}: device lists use Slurm's range syntax, `[0-7]` (hosts.yml's `[0:7]` is "
+            f"Ansible's): e.g. /dev/nvidia[0-{count - 1}]"
+        )
+    try:
+        names = hostlist.expand_hostlist(devices)
+    except hostlist.BadHostlist as exc:
+        return f"not a valid device list: {exc} (write e.g. /dev/nvidia[0-{count - 1}])"
+    others = [n for n in names if not GPU_DEVICE_RE.fullmatch(n)]
+    if others:
+        return (
+            f"{', '.join(others[:3])}{' ...' if len(others) > 3 else ''}: not a GPU device file; list "
+            f"only the GPUs, by their absolute path /dev/nvidia<N> (e.g. /dev/nvidia[0-{count - 1}])"
+        )
+    if len(names) != len(set(names)):
+        return f"{devices} names a device more than once"
+    if len(names) != count:
+        return f"{devices} names {len(names)} device(s) but count is {count}"
+    expected = {f"/dev/nvidia{n}" for n in range(count)}
+    if set(names) != expected:
+        return (
+            f"{devices}: the {count} GPUs of a node are /dev/nvidia0 to /dev/nvidia{count - 1} "
+            f"(the driver numbers them from 0): /dev/nvidia[0-{count - 1}]"
+        )
+    return None
+
+
+def _range_hint(name: str) -> str:
+    """A Slurm hostlist or an Ansible range where an inventory name belongs."""
+    if "[" in name:
+        return (
+            " (name a group or a host of the inventory; ranges like `gpu[01:04]` belong in "
+            "hosts.yml, under a group to name here)"
+        )
+    return ""
+
+
+def _descendants(inv: Inventory, group: str) -> set[str]:
+    found: set[str] = set()
+    queue = list(inv.group_children.get(group, []))
+    while queue:
+        child = queue.pop()
+        if child not in found:
+            found.add(child)
+            queue.extend(inv.group_children.get(child, []))
+    return found
+
+
 def sort_hosts(hosts: Iterable[str]) -> list[str]:
     """Natural order (gpu2 before gpu10), as Slurm lists hosts."""
     return list(hostlist.numerically_sorted(list(hosts)))
@@ -192,7 +250,7 @@ class _Checker:
             return members
         if name in self.inv.hostvars:
             return [name]
-        self.fail(parts, f"`{name}` is not a host or group of {self.inv.hosts_file.file}")
+        self.fail(parts, f"`{name}` is not a host or group of {self.inv.hosts_file.file}{_range_hint(name)}")
         return None
 
     def run(self) -> Cluster:
@@ -206,7 +264,33 @@ class _Checker:
         self.check_tenants()
         check_slurm(self)
         check_storage(self)
+        self.check_roles()
         return self.cluster
+
+    def check_roles(self) -> None:
+        """Every host of hosts.yml has a part in cluster.yml: a host in none is a mistake (a group
+        left out of cluster.nodes, a misspelt controller) that would otherwise pass unnoticed."""
+        slurm = self.spec.slurm
+        used = set(self.cluster.node_type_of) | set(slurm.controller) | set(slurm.login)
+        used |= {slurm.accounting.host} if slurm.accounting else set()
+        used |= {slurm.rest_api.host} if slurm.rest_api else set()
+        for fs in self.spec.storage:
+            used |= set(self.cluster.storage_hosts.get(fs.name, []))
+            used |= {fs.nfs_server.host} if fs.nfs_server else set()
+        idle: dict[str, list[str]] = {}
+        for host in self.inv.hostvars:
+            if host not in used:
+                idle.setdefault(self.inv.declared_at.get(host, "all"), []).append(host)
+        for path, hosts in idle.items():
+            which = f"host `{hosts[0]}` has" if len(hosts) == 1 else f"hosts {compress(hosts)} have"
+            self.problems.append(
+                self.inv.hosts_file.problem(
+                    path,
+                    f"{which} no part in {self.file.file}: in no group of cluster.nodes, and no "
+                    "controller, login, accounting, REST API or storage host (give them one, or "
+                    "remove them)",
+                )
+            )
 
     def owner_of_entry(self, index: int) -> Owner | None:
         """The owner a `nodes` entry gives its hosts; None (and a problem) when it must be said.
@@ -233,6 +317,8 @@ class _Checker:
     def resolve_nodes(self) -> None:
         cluster = self.cluster
         entry_of: dict[str, int] = {}
+        # (entry, earlier entry) -> hosts both name: one problem per pair, however many hosts.
+        twice: dict[tuple[int, int], list[str]] = {}
         for index, entry in enumerate(self.spec.nodes):
             owner = self.owner_of_entry(index)
             node_type = self.spec.node_types.get(entry.type)
@@ -243,22 +329,38 @@ class _Checker:
             hosts = self.hosts_of(entry.group, ["nodes", index, "group"]) or []
             for host in hosts:
                 if host in cluster.node_type_of:
-                    first = entry_of[host]
-                    theirs = cluster.owner_of.get(host)
-                    if owner is not None and theirs is not None and theirs != owner:
-                        message = f"host `{host}` would have two owners: `{theirs}` from cluster.nodes[{first}] and `{owner}`"
-                    else:
-                        message = f"host `{host}` already has node type `{cluster.node_type_of[host]}` from cluster.nodes[{first}]"
-                    self.fail(["nodes", index, "group"], message)
+                    twice.setdefault((index, entry_of[host]), []).append(host)
                     continue
                 cluster.node_type_of[host] = entry.type
                 if owner is not None:
                     cluster.owner_of[host] = owner
                 entry_of[host] = index
+        for (index, first), hosts in twice.items():
+            self.fail(["nodes", index, "group"], self.named_twice(index, first, hosts))
         for type_name, node_type in self.spec.node_types.items():
             self.check_gpus(type_name, node_type)
         for host in sort_hosts(cluster.node_type_of):
             cluster.hosts_by_type.setdefault(cluster.node_type_of[host], []).append(host)
+
+    def named_twice(self, index: int, first: int, hosts: list[str]) -> str:
+        """Hosts an entry of cluster.nodes names after an earlier one did (a group listed with
+        its parent group, or in two entries): said once, with the group that already holds them."""
+        entry, earlier = self.spec.nodes[index], self.spec.nodes[first]
+        cluster = self.cluster
+        which = f"host `{hosts[0]}`" if len(hosts) == 1 else f"hosts {compress(hosts)}"
+        theirs = cluster.owner_of.get(hosts[0])
+        owner = entry.owner
+        if owner is not None and theirs is not None and theirs != owner:
+            return f"{which} would have two owners: `{theirs}` from cluster.nodes[{first}] (`{earlier.group}`) and `{owner}`"
+        inside = (
+            f" (group `{entry.group}` is inside `{earlier.group}`)"
+            if entry.group in self.inv.groups and entry.group in _descendants(self.inv, earlier.group)
+            else ""
+        )
+        return (
+            f"{which} already {'has' if len(hosts) == 1 else 'have'} node type `{cluster.node_type_of[hosts[0]]}` "
+            f"from cluster.nodes[{first}] (`{earlier.group}`){inside}: give each host one entry"
+        )
 
     def check_gpus(self, type_name: str, node_type: NodeType) -> None:
         gpus = node_type.gpus
@@ -269,16 +371,9 @@ class _Checker:
             self.fail([*parts, "devices"], "device files are required unless autodetect is nvml")
             return
         if gpus.devices:
-            try:
-                devices = hostlist.expand_hostlist(gpus.devices)
-            except hostlist.BadHostlist as exc:
-                self.fail([*parts, "devices"], f"not a valid device list: {exc}")
-                return
-            if len(devices) != gpus.count:
-                self.fail(
-                    [*parts, "devices"],
-                    f"{gpus.devices} names {len(devices)} device(s) but count is {gpus.count}",
-                )
+            problem = device_list_problem(gpus.devices, gpus.count)
+            if problem:
+                self.fail([*parts, "devices"], problem)
 
     def check_hosts(self) -> None:
         slurm = self.spec.slurm
@@ -691,20 +786,15 @@ class _Checker:
                 )
 
 
-def pydantic_problems(file: LoadedYaml, exc: ValidationError, prefix: tuple[str, ...] = ()) -> list[Problem]:
-    """Pydantic's errors as problems at their key path (`prefix` for a section validated alone)."""
-    problems = []
-    for err in exc.errors():
-        loc = [p for p in err["loc"] if not (isinstance(p, str) and (p.startswith("function-") or "[" in p))]
-        path = format_path([*prefix, *loc])
-        if err["type"] == "extra_forbidden":
-            message = "unknown key (check the spelling; `gpucluster schema` lists the keys)"
-        elif err["type"] == "missing":
-            message = "required key is missing"
-        else:
-            message = err["msg"].removeprefix("Value error, ")
-        problems.append(file.problem(path, message))
-    return problems
+def pydantic_problems(
+    file: LoadedYaml,
+    exc: ValidationError,
+    prefix: tuple[str, ...] = (),
+    root: type[BaseModel] | None = None,
+) -> list[Problem]:
+    """Pydantic's errors as problems at their key path (`prefix` for a section validated alone,
+    `root` the model validated: it lets a misspelt or misplaced key be named as such)."""
+    return model_problems(file, exc, root, prefix)
 
 
 def parse_spec(file: LoadedYaml) -> ClusterSpec:
@@ -712,7 +802,7 @@ def parse_spec(file: LoadedYaml) -> ClusterSpec:
     try:
         return ClusterFile.model_validate(file.data).cluster
     except ValidationError as exc:
-        raise InventoryError(pydantic_problems(file, exc)) from None
+        raise InventoryError(pydantic_problems(file, exc, root=ClusterFile)) from None
 
 
 def resolve(inv: Inventory, spec: ClusterSpec) -> tuple[Cluster, list[Problem]]:

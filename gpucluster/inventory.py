@@ -30,6 +30,8 @@ class Inventory:
     hostvars: dict[str, dict[str, Any]] = field(default_factory=dict)
     group_hosts: dict[str, list[str]] = field(default_factory=dict)
     group_children: dict[str, list[str]] = field(default_factory=dict)
+    # Host -> the key path of hosts.yml where it is first listed (its pattern), for problems.
+    declared_at: dict[str, str] = field(default_factory=dict)
 
     def members(self, group: str) -> list[str]:
         """Every host of a group and of its descendants, in inventory order, once each."""
@@ -154,6 +156,7 @@ def _read_group(
                 continue
             seen_here.add(host)
             direct.append(host)
+            inv.declared_at.setdefault(host, key_path)
             inv.hostvars.setdefault(host, {}).update(hvars or {})
     children = body.get("children") or {}
     if not isinstance(children, dict):

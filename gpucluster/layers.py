@@ -108,9 +108,10 @@ def _load_cluster(directory: str | Path) -> Cluster:
         if raw is None:
             continue
         try:
-            sections[layer.key] = _load(layer.model).model_validate(raw)
+            model = _load(layer.model)
+            sections[layer.key] = model.model_validate(raw)
         except ValidationError as exc:
-            problems += pydantic_problems(file, exc, ("cluster", layer.key))
+            problems += pydantic_problems(file, exc, ("cluster", layer.key), model)
     if core is None or problems:
         raise InventoryError(problems)
     cluster, problems = resolve(inv, core.model_copy(update=sections))

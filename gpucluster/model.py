@@ -31,13 +31,29 @@ class GpuSpec(Strict):
     )
     count: Annotated[int, Field(ge=1, le=64)] = spec("GPUs per node.", Update.RESTART)
     devices: str | None = spec(
-        "Device files as a hostlist expression, e.g. /dev/nvidia[0-7]; must list `count` devices. "
-        "Required unless autodetect is nvml.",
+        "GPU device files as a Slurm hostlist: /dev/nvidia0 to /dev/nvidia<count-1>, e.g. "
+        "/dev/nvidia[0-7] (Slurm's `[0-7]`, not Ansible's `[0:7]`). Required unless autodetect is on.",
         Update.RESTART,
         default=None,
     )
-    autodetect: Literal["off", "nvml"] = spec(
-        "`nvml` lets slurmd discover GPUs through NVML instead of File= lines.", Update.RESTART, default="off"
+    autodetect: Literal["off", "nvml", "nvidia"] = spec(
+        "`nvml` lets slurmd discover GPUs (and their CPU affinity) through NVML instead of File= "
+        "lines; `nvidia` (Slurm >= 24.11) does the same from the driver's files, without the NVML "
+        "library.",
+        Update.RESTART,
+        default="off",
+    )
+    affinity: (
+        Literal["socket", "none"] | list[Annotated[str, Field(pattern=r"^\d+(-\d+)?(,\d+(-\d+)?)*$")]] | None
+    ) = spec(
+        "GPU-to-core affinity written as gres.conf Cores= (jobs get cores near their GPUs). `socket`: "
+        "the GPUs, in device order, split evenly over the sockets (the usual layout: /dev/nvidia0-3 on "
+        "socket 0 of an 8-GPU, 2-socket node), each with all cores of its socket; a list: the cores "
+        'of each GPU in device order, as Slurm core ranges (e.g. "0-13", logical core numbers as '
+        "`lstopo -l` shows them); `none`: no affinity. Default: `socket` with device files; with "
+        "autodetect, what slurmd detects.",
+        Update.RESTART,
+        default=None,
     )
     memory_gb: Annotated[int, Field(ge=1)] | None = spec(
         "Memory per GPU in GB (used for cloud pool checks and Kubernetes device selectors).",
@@ -135,7 +151,7 @@ class NodeType(Strict):
 
 
 class NodeGroup(Strict):
-    group: str = spec("Inventory group (or host) whose hosts are of this node type.", Update.RESTART)
+    group: str = spec("Inventory group (or host) whose hosts are of this node type.", Update.NODE_LIST)
     type: str = spec("Key of `node_types`.", Update.RESTART)
     owner: Owner | None = spec(
         "The one scheduler that owns these hosts: `slurm` (bare-metal slurmd), `kubernetes` (kubelet; "
@@ -172,7 +188,11 @@ class Fabric(Strict):
 
 class Partition(Strict):
     name: Annotated[str, Field(pattern=NAME_RE)] = spec("Partition name.", Update.RECONFIGURE)
-    nodes: list[str] = spec("Inventory hosts/groups in this partition.", Update.RESTART, min_length=1)
+    nodes: list[str] = spec(
+        "Inventory hosts/groups in this partition (hosts new to Slurm are a node-list change: see cluster.nodes).",
+        Update.RECONFIGURE,
+        min_length=1,
+    )
     default: bool = spec("Default partition for jobs that name none.", Update.RECONFIGURE, default=False)
     max_time: str = spec(
         "MaxTime in Slurm time format (e.g. 7-00:00:00, UNLIMITED).", Update.RECONFIGURE, default="UNLIMITED"
@@ -188,6 +208,20 @@ class Partition(Strict):
     )
     priority_tier: Annotated[int, Field(ge=0, le=65533)] | None = spec(
         "PriorityTier of the partition.", Update.RECONFIGURE, default=None
+    )
+    cpus_per_gpu: Annotated[int, Field(ge=1)] | None = spec(
+        "DefCpuPerGPU: CPUs a job gets per GPU when it asks for none. Default: the smallest share of "
+        "the partition's GPU node types (CPUs / GPUs per node); none where a node has fewer CPUs "
+        "than GPUs.",
+        Update.RECONFIGURE,
+        default=None,
+    )
+    memory_per_gpu_mb: Annotated[int, Field(ge=1)] | None = spec(
+        "DefMemPerGPU in MiB: memory a job gets per GPU when it asks for none (without it, a "
+        "one-GPU job takes the whole node's memory). Default: the smallest share of the partition's "
+        "GPU node types (memory_mb / GPUs per node).",
+        Update.RECONFIGURE,
+        default=None,
     )
 
     @field_validator("max_time", "default_time")
@@ -222,9 +256,14 @@ class Qos(Strict):
 
 
 class GpuQuota(Strict):
-    quota: Annotated[int, Field(ge=0)] = spec("GPUs guaranteed to the tenant.", Update.ACCOUNTS, default=0)
+    quota: Annotated[int, Field(ge=0)] = spec(
+        "GPUs guaranteed to the tenant: Slurm Fairshare= (its shares), Kueue nominalQuota, KAI quota.",
+        Update.ACCOUNTS,
+        default=0,
+    )
     limit: Annotated[int, Field(ge=0)] | None = spec(
-        "Most GPUs the tenant may hold at once, borrowing included. Default: quota.",
+        "Most GPUs the tenant may hold at once, borrowing included: Slurm GrpTRES=gres/gpu=N, Kueue "
+        "nominalQuota + borrowingLimit, KAI limit. Default: quota.",
         Update.ACCOUNTS,
         default=None,
     )
@@ -243,7 +282,9 @@ class Tenant(Strict):
         "Parent tenant (Slurm parent account, Kueue cohort).", Update.ACCOUNTS, default=None
     )
     fairshare: Annotated[int, Field(ge=1)] = spec(
-        "Share of the cluster (Slurm Fairshare=, Kueue fairSharing weight, KAI overQuotaWeight).",
+        "Weight of the tenant in sharing what lies beyond the quotas: Kueue fairSharing weight, KAI "
+        "overQuotaWeight; Slurm Fairshare= only where bare-metal Slurm has no GPUs (with GPUs a "
+        "tenant's Slurm shares are its Slurm quota, 1 without one).",
         Update.ACCOUNTS,
     )
     gpu_quota: Annotated[int, Field(ge=0)] | None = spec(
@@ -379,6 +420,14 @@ class HealthSettings(Strict):
         default_factory=lambda: ["ANY"],
         min_length=1,
     )
+    heavy_node_state: list[Literal["ALLOC", "ANY", "IDLE", "MIXED", "NONDRAINED_IDLE"]] = spec(
+        "Node states in which the heavy checks run (dcgm: `dcgmi diag -r 1` stresses the GPUs); "
+        "the light ones run whenever HealthCheckNodeState does. HealthCheckNodeState values, each "
+        "one the target release knows. Default IDLE: a diagnostic never runs beside a job.",
+        Update.RENDER_ONLY,
+        default_factory=lambda: ["IDLE"],
+        min_length=1,
+    )
     prolog: bool = spec(
         "Also run the fast fatal check (GPU count) as the Prolog: a failing node is drained and the "
         "job requeued instead of started.",
@@ -406,6 +455,11 @@ class HealthSettings(Strict):
     @field_validator("xid_fatal")
     @classmethod
     def _once(cls, values: list[int]) -> list[int]:
+        return _unique(values)
+
+    @field_validator("heavy_node_state")
+    @classmethod
+    def _heavy_once(cls, values: list[str]) -> list[str]:
         return _unique(values)
 
 
@@ -571,7 +625,7 @@ class SlurmSettings(Strict):
         Update.RESTART,
         default=None,
     )
-    extra: dict[Annotated[str, Field(pattern=r"^[A-Z][A-Za-z]+$")], str | int] = spec(
+    extra: dict[Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9]*$")], str | int] = spec(
         "Further slurm.conf keys, written verbatim after the generated ones.",
         Update.RECONFIGURE,
         default_factory=dict,
@@ -699,7 +753,7 @@ class ClusterSpec(Strict):
     node_types: dict[Annotated[str, Field(pattern=NAME_RE)], NodeType] = spec(
         "Hardware profiles of nodes.", Update.RESTART, min_length=1
     )
-    nodes: list[NodeGroup] = spec("Inventory group -> node type.", Update.RESTART, min_length=1)
+    nodes: list[NodeGroup] = spec("Inventory group -> node type.", Update.NODE_LIST, min_length=1)
     fabric: Fabric = spec(
         "Network topology: switch tree and NVLink blocks.", Update.RECONFIGURE, default_factory=Fabric
     )

@@ -29,8 +29,12 @@ class Update(StrEnum):
         "the playbook restarts the one service concerned (e.g. slurmrestd); slurmctld and slurmd untouched"
     )
     RECONFIGURE = "scontrol reconfigure (running jobs unaffected)"
-    RESTART = (
-        "restart slurmctld and slurmd (running jobs survive; Slurm 22.05 needs this for node list changes)"
+    RESTART = "restart slurmctld, then slurmd on every node (running jobs survive)"
+    # Which of the two depends on the target release (Release.reconfigure_node_changes): the key
+    # reference says so, `gpucluster plan` names the one of the release.
+    NODE_LIST = (
+        "nodes added or removed: scontrol reconfigure from Slurm 24.11 on; before, restart "
+        "slurmctld, then slurmd on every node (running jobs survive)"
     )
     ACCOUNTS = "sacctmgr changes only; no daemon restart"
     UNIX_ACCOUNTS = "Unix users and groups changed by the users role on every host; no daemon action"

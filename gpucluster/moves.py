@@ -18,7 +18,7 @@ from enum import StrEnum
 from gpucluster.cluster import Cluster
 from gpucluster.hostlists import compress
 from gpucluster.model import GpuQuota
-from gpucluster.modelbase import Owner
+from gpucluster.modelbase import Owner, Update
 
 OWNER_LABEL = "gpucluster.io/owner"
 MOVE_REASON = "gpucluster: moving to {target}"
@@ -31,6 +31,9 @@ class Action(StrEnum):
     RELEASE = "release"  # the scheduler forgets the node
     CLAIM = "claim"  # the new scheduler takes it
     RAISE_QUOTAS = "raise-quotas"
+    # The other steps of a plan (gpucluster.plan): files and objects applied, a rebuild.
+    APPLY = "apply"
+    REBUILD = "rebuild"
 
 
 @dataclass(frozen=True)
@@ -42,19 +45,26 @@ class Move:
 
 @dataclass(frozen=True)
 class Step:
-    scheduler: Owner
+    scheduler: Owner | str  # a scheduler, or `hosts` / `cluster` for steps of no one scheduler
     action: Action
     hosts: tuple[str, ...] = ()
     quotas: dict[str, GpuQuota] = field(default_factory=dict)  # tenant -> numbers in force after
     text: str = ""
+    # In a plan: the policy the step uses, the changes it carries out and the files it installs.
+    update: Update | None = None
+    changes: tuple[str, ...] = ()
+    files: tuple[str, ...] = ()
 
     def as_dict(self) -> dict[str, object]:
         return {
-            "scheduler": self.scheduler.value,
+            "scheduler": str(self.scheduler),
             "action": self.action.value,
+            "update": self.update.name.lower() if self.update else None,
             "hosts": list(self.hosts),
             "quotas": {t: {"quota": q.quota, "limit": q.effective_limit} for t, q in self.quotas.items()},
             "text": self.text,
+            "changes": list(self.changes),
+            "files": list(self.files),
         }
 
 
@@ -68,11 +78,29 @@ def moves(old: Cluster, new: Cluster) -> list[Move]:
     return [Move(tuple(hosts), source, target) for (source, target), hosts in sorted(grouped.items())]
 
 
-def _quotas(cluster: Cluster, owner: Owner) -> dict[str, GpuQuota]:
+def quotas_of(cluster: Cluster, owner: Owner) -> dict[str, GpuQuota]:
     return {name: gpus[owner] for name, gpus in sorted(cluster.tenant_gpus.items()) if owner in gpus}
 
 
-def _lowered(old: dict[str, GpuQuota], new: dict[str, GpuQuota]) -> dict[str, GpuQuota]:
+def numbers(quotas: dict[str, GpuQuota]) -> dict[str, tuple[int, int]]:
+    """Quotas as (quota, limit) pairs, to compare what they mean."""
+    return {t: (q.quota, q.effective_limit) for t, q in quotas.items()}
+
+
+def lowers(before: dict[str, GpuQuota], lowered: dict[str, GpuQuota]) -> bool:
+    """Whether lowering to `lowered` takes anything away from a tenant that had numbers before."""
+    had, then = numbers(before), numbers(lowered)
+    return any(then[t] != had[t] for t in had if t in then)
+
+
+def raises(lowered: dict[str, GpuQuota], target: dict[str, GpuQuota]) -> bool:
+    """Whether the new numbers differ from those in force after lowering (a tenant at 0 everywhere
+    is no tenant of the scheduler)."""
+    then, wanted = numbers(lowered), numbers(target)
+    return any(then.get(t, (0, 0)) != wanted.get(t, (0, 0)) for t in set(then) | set(wanted))
+
+
+def lowered_quotas(old: dict[str, GpuQuota], new: dict[str, GpuQuota]) -> dict[str, GpuQuota]:
     """Per tenant, what both inventories allow (a tenant absent from one gets nothing)."""
     out = {}
     for name in sorted(set(old) | set(new)):
@@ -81,7 +109,7 @@ def _lowered(old: dict[str, GpuQuota], new: dict[str, GpuQuota]) -> dict[str, Gp
     return out
 
 
-def _quota_text(owner: Owner, quotas: dict[str, GpuQuota], lower: bool) -> str:
+def quota_text(owner: Owner, quotas: dict[str, GpuQuota], lower: bool) -> str:
     numbers = ", ".join(f"{t} {q.quota}/{q.effective_limit}" for t, q in quotas.items()) or "none"
     verb = "lower" if lower else "raise"
     if owner == Owner.SLURM:
@@ -93,15 +121,21 @@ def _quota_text(owner: Owner, quotas: dict[str, GpuQuota], lower: bool) -> str:
     return f"{verb} {owner} quotas to (quota/limit GPUs) {numbers}: {how}"
 
 
-def _leave_texts(move: Move, new: Cluster) -> list[tuple[Action, str]]:
+def node_list_apply(new: Cluster) -> str:
+    """How the target release learns a node list."""
+    if new.release.reconfigure_node_changes:
+        return f"scontrol reconfigure (Slurm {new.release.name} adds and removes nodes that way)"
+    return (
+        f"restart slurmctld, then slurmd on every node (Slurm {new.release.name} learns node lists only "
+        "on restart; running jobs survive)"
+    )
+
+
+def leave_texts(move: Move, new: Cluster, reason: str | None = None) -> list[tuple[Action, str]]:
+    """Stop placing, wait until empty, release: what the old scheduler does with leaving nodes."""
     hosts = compress(move.hosts)
-    reason = MOVE_REASON.format(target=move.target)
+    reason = reason or MOVE_REASON.format(target=move.target)
     if move.source == Owner.SLURM:
-        apply = (
-            "scontrol reconfigure"
-            if new.release.reconfigure_node_changes
-            else f"restart slurmctld and slurmd (Slurm {new.spec.slurm.version} learns node lists only on restart; running jobs survive)"
-        )
         return [
             (Action.STOP_PLACING, f'scontrol update nodename={hosts} state=drain reason="{reason}"'),
             (
@@ -109,7 +143,7 @@ def _leave_texts(move: Move, new: Cluster) -> list[tuple[Action, str]]:
                 f"wait until `squeue --nodelist={hosts}` is empty (running jobs finish, none is killed; "
                 "past the deadline, report what still runs and stop)",
             ),
-            (Action.RELEASE, f"render slurm.conf without {hosts}, stop slurmd there, {apply}"),
+            (Action.RELEASE, f"render slurm.conf without {hosts}, stop slurmd there, {node_list_apply(new)}"),
         ]
     if move.source == Owner.KUBERNETES:
         return [
@@ -134,7 +168,7 @@ def _leave_texts(move: Move, new: Cluster) -> list[tuple[Action, str]]:
     ]
 
 
-def _claim_text(move: Move) -> str:
+def claim_text(move: Move, new: Cluster) -> str:
     hosts = compress(move.hosts)
     if move.target == Owner.SLURM:
         extra = (
@@ -142,7 +176,10 @@ def _claim_text(move: Move) -> str:
             if move.source != Owner.SLURM
             else ""
         )
-        return f"playbooks/slurm.yml: slurm.conf with {hosts}, slurmd started; the nodes come up idle{extra}"
+        return (
+            f"playbooks/slurm.yml: slurm.conf with {hosts}, slurmd started, then {node_list_apply(new)}; "
+            f"the nodes come up idle{extra}"
+        )
     if move.target == Owner.KUBERNETES:
         return (
             f"apply kubernetes/nodes.yaml ({OWNER_LABEL}=kubernetes and fabric labels on {hosts}), "
@@ -155,22 +192,31 @@ def _claim_text(move: Move) -> str:
 
 
 def move_steps(old: Cluster, new: Cluster) -> list[Step]:
-    """The ordered steps that carry the fleet from `old` to `new` ownership; [] when nothing moves."""
+    """The ordered steps of the moves alone, from `old` to `new` ownership; [] when nothing moves.
+    Quotas are lowered only where they come down, and raised only where they go up from there
+    (gpucluster.plan places these steps among the plan's others)."""
     found = moves(old, new)
     if not found:
         return []
     involved = [o for o in Owner if any(o in (m.source, m.target) for m in found)]
     steps = []
     for owner in involved:
-        lowered = _lowered(_quotas(old, owner), _quotas(new, owner))
-        steps.append(Step(owner, Action.LOWER_QUOTAS, quotas=lowered, text=_quota_text(owner, lowered, True)))
+        before = quotas_of(old, owner)
+        lowered = lowered_quotas(before, quotas_of(new, owner))
+        if lowers(before, lowered):
+            steps.append(
+                Step(owner, Action.LOWER_QUOTAS, quotas=lowered, text=quota_text(owner, lowered, True))
+            )
     for move in found:
-        for action, text in _leave_texts(move, new):
+        for action, text in leave_texts(move, new):
             steps.append(Step(move.source, action, move.hosts, text=text))
-        steps.append(Step(move.target, Action.CLAIM, move.hosts, text=_claim_text(move)))
+        steps.append(Step(move.target, Action.CLAIM, move.hosts, text=claim_text(move, new)))
     for owner in involved:
-        target = {name: numbers for name, numbers in _quotas(new, owner).items()}
-        steps.append(Step(owner, Action.RAISE_QUOTAS, quotas=target, text=_quota_text(owner, target, False)))
+        target = quotas_of(new, owner)
+        if raises(lowered_quotas(quotas_of(old, owner), target), target):
+            steps.append(
+                Step(owner, Action.RAISE_QUOTAS, quotas=target, text=quota_text(owner, target, False))
+            )
     return steps
 
 
@@ -185,10 +231,12 @@ class FleetState:
 
 def initial_state(cluster: Cluster) -> FleetState:
     held = {o: set(cluster.hosts_owned_by(o)) for o in Owner}
-    return FleetState(held, {o: set(h) for o, h in held.items()}, {o: _quotas(cluster, o) for o in Owner})
+    return FleetState(held, {o: set(h) for o, h in held.items()}, {o: quotas_of(cluster, o) for o in Owner})
 
 
 def replay(state: FleetState, step: Step) -> None:
+    if not isinstance(step.scheduler, Owner):
+        return  # a step of the whole cluster: no scheduler's holdings change
     if step.action in (Action.LOWER_QUOTAS, Action.RAISE_QUOTAS):
         state.quotas[step.scheduler] = dict(step.quotas)
     elif step.action == Action.STOP_PLACING:

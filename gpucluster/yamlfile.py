@@ -492,7 +492,26 @@ def _plain_refusal(stack: list[_Frame], event: Any) -> _Refused:
     return _Refused(_too_many(False), _line(event.start_mark), _refusal_path(parts))
 
 
-def _load_any(loader: _Loader, display: str) -> tuple[Any, dict[str, int], list[tuple[str, int]]]:
+def syntax_problem(display: str, text: str, exc: yaml.MarkedYAMLError) -> Problem:
+    """`file:line: YAML syntax error at column C: ...`, saying so when a tab is the cause (YAML
+    indents with spaces only; libyaml's words do not always name the tab)."""
+    mark = exc.problem_mark
+    if mark is None:
+        return Problem(display, "", f"YAML syntax error: {exc.problem}")
+    lines = text.split("\n")
+    line_text = lines[mark.line] if mark.line < len(lines) else ""
+    problem = str(exc.problem or "").replace("'\\t'", "a tab")
+    message = f"YAML syntax error at column {mark.column + 1}: {problem}"
+    if "tab" in problem or "\t" in line_text[: mark.column + 1]:
+        message += (
+            " (a tab character: YAML indents with spaces only; replace the tabs on this line with spaces)"
+        )
+    return Problem(display, "", message, mark.line + 1)
+
+
+def _load_any(
+    loader: _Loader, display: str, text: str = ""
+) -> tuple[Any, dict[str, int], list[tuple[str, int]]]:
     """The standard way: compose (within the limits), walk for the lines, construct."""
     lines: dict[str, int] = {}
     dups: list[tuple[str, int]] = []
@@ -504,8 +523,7 @@ def _load_any(loader: _Loader, display: str) -> tuple[Any, dict[str, int], list[
             # libyaml's own limit (PyYAML >= 6.0.3), met while it scans ahead of our count.
             line = mark.line + 1 if mark else None
             raise InventoryError([Problem(display, "", DEPTH_MESSAGE, line)]) from None
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "unknown position"
-        raise InventoryError([Problem(display, "", f"YAML syntax error at {where}: {exc.problem}")]) from None
+        raise InventoryError([syntax_problem(display, text, exc)]) from None
     except yaml.YAMLError as exc:
         raise InventoryError([Problem(display, "", f"YAML error: {exc}")]) from None
     if node is None:
@@ -572,7 +590,7 @@ def _load(text: str, display: str) -> tuple[Any, dict[str, int] | None, list[tup
         loader.dispose()
     loader = _Loader(text)
     try:
-        return _load_any(loader, display)
+        return _load_any(loader, display, text)
     finally:
         loader.dispose()
 

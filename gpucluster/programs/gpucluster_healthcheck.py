@@ -51,7 +51,12 @@ SCONTROL_RESERVE = 2 * TOOL_TIMEOUT["scontrol"]
 # Cheap checks first, so that the slow ones are what a tight budget cuts.
 CHECK_ORDER = ("gpu_count", "mounts", "infiniband", "xid", "ecc", "dcgm")
 PROLOG_CHECKS = ("gpu_count",)
-CONFIG_KEYS = ("nodes", "checks", "gpus", "devices", "xid_fatal", "infiniband", "mounts", "budget")
+# Checks that load the GPUs: run only in the node states of `heavy_node_state` (HealthCheckNodeState
+# values; IDLE by default), so that no job shares its GPUs with a diagnostic.
+HEAVY_CHECKS = ("dcgm",)
+CONFIG_KEYS = (
+    "nodes", "checks", "gpus", "devices", "xid_fatal", "infiniband", "mounts", "budget", "heavy_node_state",
+)  # fmt: skip
 MAX_REASON = 200
 MAX_XIDS_KEPT = 20
 # Slurm runs HealthCheckProgram and Prolog with an environment of its own, without PATH.
@@ -89,6 +94,8 @@ class Expectations:
     # Seconds a run may take: Slurm kills the program after its HealthCheckTimeout (60 s, fixed
     # before 26.05); None: the --budget default.
     budget: float | None = None
+    # Node states the heavy checks run in; empty (a configuration without the key): any.
+    heavy_node_state: tuple[str, ...] = ()
 
 
 def _words(section: configparser.SectionProxy, key: str) -> list[str]:
@@ -122,6 +129,7 @@ def parse_section(name: str, section: configparser.SectionProxy) -> Expectations
         infiniband=tuple(ports),
         mounts=tuple(_words(section, "mounts")),
         budget=budget,
+        heavy_node_state=tuple(_words(section, "heavy_node_state")),
     )
 
 
@@ -489,10 +497,12 @@ CHECKS = {
 }
 
 
-def run_checks(exp: Expectations, ctx: Context, state: State, prolog: bool) -> list[Failure]:
+def run_checks(
+    exp: Expectations, ctx: Context, state: State, prolog: bool, skip: tuple[str, ...] = ()
+) -> list[Failure]:
     failures = []
     for name in CHECK_ORDER:
-        if name not in exp.checks or (prolog and name not in PROLOG_CHECKS):
+        if name not in exp.checks or (prolog and name not in PROLOG_CHECKS) or name in skip:
             continue
         try:
             failure = CHECKS[name](exp, ctx, state)
@@ -515,6 +525,36 @@ class NodeStatus:
     @property
     def drained(self) -> bool:
         return any(part.startswith("DRAIN") for part in self.state.split("+"))
+
+    def in_state(self, wanted: str) -> bool:
+        """Whether the node is in a HealthCheckNodeState state (ANY, IDLE, NONDRAINED_IDLE, MIXED,
+        ALLOC). A node still completing a job (IDLE+COMPLETING) is not idle yet."""
+        base, *flags = self.state.split("+")
+        idle = base == "IDLE" and "COMPLETING" not in flags
+        return {
+            "ANY": True,
+            "IDLE": idle,
+            "NONDRAINED_IDLE": idle and not self.drained,
+            "MIXED": base == "MIXED",
+            "ALLOC": base == "ALLOCATED",
+        }.get(wanted, False)
+
+
+def heavy_skipped(exp: Expectations, ctx: Context, node: str) -> tuple[tuple[str, ...], NodeStatus | None]:
+    """The heavy checks this run leaves out, and the node's status when it had to ask for it."""
+    heavy = tuple(c for c in HEAVY_CHECKS if c in exp.checks)
+    if not heavy or not exp.heavy_node_state or "ANY" in exp.heavy_node_state:
+        return (), None
+    try:
+        status = node_status(ctx, node)
+    except (RuntimeError, ToolTimeout, NoTime) as exc:
+        ctx.notes.append(f"{', '.join(heavy)}: skipped (node state unknown: {exc})")
+        return heavy, None
+    if any(status.in_state(s) for s in exp.heavy_node_state):
+        return (), status
+    wanted = " or ".join(exp.heavy_node_state)
+    ctx.notes.append(f"{', '.join(heavy)}: skipped (node {status.state}; runs when {wanted})")
+    return heavy, status
 
 
 def parse_show_node(text: str) -> NodeStatus:
@@ -675,7 +715,8 @@ def health_run(exp: Expectations, ctx: Context, node: str, args: argparse.Namesp
         state = State.load(state_file)
         if args.clear_xid:
             state.xids = []
-        failures = run_checks(exp, ctx, state, prolog=False)
+        skip, _ = heavy_skipped(exp, ctx, node)
+        failures = run_checks(exp, ctx, state, prolog=False, skip=skip)
         outcome = 1 if failures else 0
         try:
             action = decide(failures, node_status(ctx, node))

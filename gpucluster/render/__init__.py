@@ -4,7 +4,7 @@ the Ansible roles and the Pulumi stacks, so every consumer gets byte-identical f
 from __future__ import annotations
 
 from gpucluster.cluster import Cluster
-from gpucluster.render.files import write_tree
+from gpucluster.render.files import sync_tree, write_tree
 
 
 def render_files(cluster: Cluster, only: list[str] | None = None) -> dict[str, str]:
@@ -19,4 +19,4 @@ def render_files(cluster: Cluster, only: list[str] | None = None) -> dict[str, s
     return dict(sorted(files.items()))
 
 
-__all__ = ["render_files", "write_tree"]
+__all__ = ["render_files", "sync_tree", "write_tree"]

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Collection
+from dataclasses import dataclass
 from pathlib import Path
 
 MANIFEST = ".gpucluster-files"
@@ -24,14 +26,30 @@ def atomic_write(path: Path, content: str) -> None:
         raise
 
 
-def write_tree(files: dict[str, str], out_dir: str | Path) -> list[Path]:
-    """Write all files under out_dir; returns the paths written (unchanged files are left alone)."""
+@dataclass(frozen=True)
+class TreeChanges:
+    written: list[Path]  # files whose content changed (or that are new)
+    removed: list[Path]  # files rendered before that are no longer generated
+
+
+def part_of(rel: str) -> str:
+    """The output folder (one per renderer: slurm, hosts, kubernetes, helm) a rendered path is in."""
+    return rel.split("/", 1)[0]
+
+
+def sync_tree(
+    files: dict[str, str], out_dir: str | Path, parts: Collection[str] | None = None
+) -> TreeChanges:
+    """Write all files under out_dir, and remove the files rendered there before that are no longer
+    generated. With `parts` (a partial render) only those folders are rendered: files of the other
+    folders are neither written nor removed, and stay in the manifest."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     previous: set[str] = set()
     manifest = out / MANIFEST
     if manifest.is_file():
         previous = set(manifest.read_text(encoding="utf-8").split())
+    ours = previous if parts is None else {rel for rel in previous if part_of(rel) in parts}
     written: list[Path] = []
     for rel, content in files.items():
         target = out / rel
@@ -39,7 +57,15 @@ def write_tree(files: dict[str, str], out_dir: str | Path) -> list[Path]:
             continue
         atomic_write(target, content)
         written.append(target)
-    for rel in sorted(previous - set(files)):
+    removed = []
+    for rel in sorted(ours - set(files)):
         (out / rel).unlink(missing_ok=True)
-    atomic_write(manifest, "".join(f"{rel}\n" for rel in sorted(files)))
-    return written
+        removed.append(out / rel)
+    kept = previous - ours
+    atomic_write(manifest, "".join(f"{rel}\n" for rel in sorted(kept | set(files))))
+    return TreeChanges(written, removed)
+
+
+def write_tree(files: dict[str, str], out_dir: str | Path) -> list[Path]:
+    """Write all files under out_dir; returns the paths written (unchanged files are left alone)."""
+    return sync_tree(files, out_dir).written

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpucluster.cluster import Cluster
-from gpucluster.model import Qos
+from gpucluster.model import Qos, Tenant
 
 
 def _qos_entry(qos: Qos) -> dict[str, Any]:
@@ -27,6 +27,19 @@ def _qos_entry(qos: Qos) -> dict[str, Any]:
     return entry
 
 
+def fair_shares(cluster: Cluster, tenant: Tenant) -> int:
+    """The account's Fairshare= (its shares of the cluster) in the scheduler `cluster` is a view of.
+
+    Where this Slurm has GPUs, a tenant's shares are its GPU quota, so that the quota is what
+    Slurm's fair-share holds it to: an account that used less than its guaranteed GPUs over the
+    decay half-life is placed first. A tenant without a quota there gets one share, the least. A
+    Slurm without GPUs keeps the tenants' `fairshare`. (The limit is GrpTRES; `fairshare` weighs
+    the share of borrowed GPUs on Kubernetes, where quotas are guaranteed by Kueue and KAI.)"""
+    if not cluster.total_gpus:
+        return tenant.fairshare
+    return cluster.quota(tenant.name).quota or 1
+
+
 def desired_associations(cluster: Cluster) -> dict[str, Any]:
     """Plain data (sorted, deterministic) describing every association gpucluster manages, with
     the tenants' numbers in the scheduler `cluster` is a view of (Cluster.owned_by)."""
@@ -38,7 +51,7 @@ def desired_associations(cluster: Cluster) -> dict[str, Any]:
             {
                 "name": tenant.name,
                 "parent": tenant.parent or "root",
-                "fairshare": tenant.fairshare,
+                "fairshare": fair_shares(cluster, tenant),
                 "gpu_quota": gpus.quota,
                 "gpu_limit": gpus.effective_limit,
                 "grp_tres": f"gres/gpu={gpus.effective_limit}",

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from gpucluster.slurm.releases import configless_serves_topology_yaml
+from gpucluster.modelbase import Owner
+from gpucluster.slurm.gpus import gpu_node_types, parse_cores, socket_split_problem
+from gpucluster.slurm.releases import RELEASES, configless_serves_topology_yaml
+from gpucluster.slurm.written import written_keys
 
 if TYPE_CHECKING:
     from gpucluster.checking import CheckContext
@@ -28,8 +31,9 @@ def check_slurm(ctx: CheckContext) -> None:
         )
     check_rest_api(ctx)
     check_qos(ctx)
-    check_health(ctx)
     check_configless(ctx)
+    check_gpus(ctx)
+    check_extra(ctx)
 
 
 def check_release(ctx: CheckContext) -> None:
@@ -59,6 +63,13 @@ def check_release(ctx: CheckContext) -> None:
             if state not in facts.health_node_states:
                 ctx.fail(
                     ["slurm", "health", "node_state", index],
+                    f"Slurm {facts.name} knows no HealthCheckNodeState `{state}` "
+                    f"(it knows {', '.join(facts.health_node_states)})",
+                )
+        for index, state in enumerate(health.heavy_node_state):
+            if state not in facts.health_node_states:
+                ctx.fail(
+                    ["slurm", "health", "heavy_node_state", index],
                     f"Slurm {facts.name} knows no HealthCheckNodeState `{state}` "
                     f"(it knows {', '.join(facts.health_node_states)})",
                 )
@@ -116,7 +127,6 @@ def check_node_ssh(ctx: CheckContext) -> None:
             f"slurm.node_ssh needs proctrack `cgroup` (is `{ctx.spec.slurm.proctrack}`): "
             "pam_slurm_adopt adopts ssh sessions into the job's cgroup",
         )
-    refuse_extra(ctx, ["PrologFlags"], "cluster.slurm.node_ssh (Contain, for pam_slurm_adopt)")
     declared = {user.name for user in ctx.spec.users}
     if not declared:
         return
@@ -152,24 +162,116 @@ def check_rest_api(ctx: CheckContext) -> None:
             [*parts, "port"],
             f"port {rest.port} is slurmdbd's (cluster.slurm.accounting.port) on `{rest.host}`",
         )
-    refuse_extra(ctx, ["AuthAltTypes", "AuthAltParameters"], "cluster.slurm.rest_api (JWT for slurmrestd)")
 
 
-def check_health(ctx: CheckContext) -> None:
-    """slurm.conf keys the health check renders must not come from `extra` too."""
-    health = ctx.spec.slurm.health
-    if health is None:
+def check_gpus(ctx: CheckContext) -> None:
+    """gres.conf's affinity and the partitions' per-GPU defaults: what the target release and the
+    node types can carry. Only node types bare-metal Slurm runs get a gres.conf."""
+    facts = ctx.spec.slurm.release
+    cluster = ctx.cluster
+    slurm_types = {cluster.node_type_of[h] for h in cluster.hosts_owned_by(Owner.SLURM)}
+    for name, node_type in ctx.spec.node_types.items():
+        gpus = node_type.gpus
+        if gpus is None:
+            continue
+        parts: list[str | int] = ["node_types", name, "gpus"]
+        if gpus.autodetect == "nvidia" and not facts.autodetect_nvidia and name in slurm_types:
+            since = min((r for r in RELEASES.values() if r.autodetect_nvidia), key=lambda r: r.version)
+            ctx.fail(
+                [*parts, "autodetect"],
+                f"gres.conf AutoDetect=nvidia needs Slurm {since.name} or later (target: {facts.name}): "
+                "use nvml (slurmd then needs the NVML library) or device files",
+            )
+        if gpus.autodetect != "off":
+            if gpus.affinity is not None:
+                ctx.fail(
+                    [*parts, "affinity"],
+                    "with autodetect, slurmd finds each GPU's cores itself: leave affinity out",
+                )
+            continue
+        if name not in slurm_types:
+            continue
+        if isinstance(gpus.affinity, list):
+            if len(gpus.affinity) != gpus.count:
+                ctx.fail(
+                    [*parts, "affinity"],
+                    f"{len(gpus.affinity)} core lists for {gpus.count} GPUs: give one per GPU",
+                )
+            total = node_type.sockets * node_type.cores_per_socket
+            for index, cores in enumerate(gpus.affinity):
+                if max(parse_cores(cores)) >= total:
+                    ctx.fail(
+                        [*parts, "affinity", index],
+                        f"core {max(parse_cores(cores))} does not exist: the node has {total} cores (0-{total - 1})",
+                    )
+        elif gpus.affinity != "none":
+            problem = socket_split_problem(node_type)
+            if problem:
+                ctx.fail([*parts, "affinity"], problem)
+    for index, partition in enumerate(ctx.spec.partitions):
+        asked = {"cpus_per_gpu": partition.cpus_per_gpu, "memory_per_gpu_mb": partition.memory_per_gpu_mb}
+        if not any(asked.values()):
+            continue
+        types = gpu_node_types(cluster, partition.name)
+        if not types and partition.name in cluster.partitions:
+            key = next(k for k, v in asked.items() if v)
+            ctx.fail(["partitions", index, key], "the partition has no GPU nodes")
+        for type_name in types:
+            node_type = ctx.spec.node_types[type_name]
+            assert node_type.gpus is not None
+            count = node_type.gpus.count
+            for key, value, has, unit in (
+                ("cpus_per_gpu", partition.cpus_per_gpu, node_type.cpus, "CPUs"),
+                ("memory_per_gpu_mb", partition.memory_per_gpu_mb, node_type.memory_mb, "MiB"),
+            ):
+                if value and value * count > has:
+                    ctx.fail(
+                        ["partitions", index, key],
+                        f"a job using all {count} GPUs of a `{type_name}` node would get {count} x {value} = "
+                        f"{count * value} {unit}; the node has {has}",
+                    )
+
+
+def check_extra(ctx: CheckContext) -> None:
+    """`extra` sets keys of the target release's slurm.conf that gpucluster does not write itself:
+    an unknown key (a misspelling, or a key of another release) and a second line of a key gpucluster
+    writes would otherwise reach slurmctld, which ignores the first or refuses to start."""
+    extra = ctx.spec.slurm.extra
+    if not extra:
         return
-    keys = ["HealthCheckProgram", "HealthCheckInterval", "HealthCheckNodeState"]
-    keys += ["Prolog"] if health.prolog else []
-    refuse_extra(ctx, keys, "cluster.slurm.health (gpucluster-healthcheck)")
+    from gpucluster.slurm.conf_keys import KEYS  # only when there is something to check
+
+    facts = ctx.spec.slurm.release
+    known = KEYS[facts.name]
+    by_lower = {key.lower(): key for key in known}
+    written = {key.lower(): (key, setting) for key, setting in written_keys(ctx.spec).items()}
+    for key in extra:
+        parts = ["slurm", "extra", key]
+        if key.lower() in written:
+            name, setting = written[key.lower()]
+            ctx.fail(
+                parts,
+                f"{name} is written by {setting}; remove it here (Slurm would keep one of the two lines)",
+            )
+        elif key not in known:
+            ctx.fail(parts, unknown_key_message(key, facts.name, by_lower))
 
 
-def refuse_extra(ctx: CheckContext, keys: list[str], setting: str) -> None:
-    """slurm.conf keys a setting renders: written in `extra` too, Slurm would keep only one line."""
-    for key in keys:
-        if key in ctx.spec.slurm.extra:
-            ctx.fail(["slurm", "extra", key], f"{key} is set by {setting}; remove it here")
+def unknown_key_message(key: str, release_name: str, by_lower: dict[str, str]) -> str:
+    from gpucluster.keyhints import closest
+    from gpucluster.slurm.conf_keys import KEYS
+
+    if key.lower() in by_lower:
+        return f"Slurm spells it `{by_lower[key.lower()]}`"
+    elsewhere = [name for name, keys in KEYS.items() if key in keys]
+    if elsewhere:
+        return (
+            f"`{key}` is not a slurm.conf key of Slurm {release_name} (Slurm {', '.join(elsewhere)} "
+            "had it; see slurm.conf(5) of the release)"
+        )
+    guess = closest(key, sorted(by_lower.values()))
+    hint = f": did you mean `{guess}`?" if guess else " (slurm.conf(5) of the release lists its keys)"
+    return f"`{key}` is not a slurm.conf key of Slurm {release_name}{hint}"
 
 
 def check_configless(ctx: CheckContext) -> None:

@@ -11,6 +11,7 @@ from gpucluster.model import NodeType, Owner
 from gpucluster.render.health import HEALTH_CONF, HEALTH_PROGRAM, bare_metal_health_conf, health_timeout
 from gpucluster.render.templating import header, render_template
 from gpucluster.slurm.accounts import desired_associations
+from gpucluster.slurm.gpus import gres_lines, per_gpu_defaults
 from gpucluster.slurm.releases import configless_serves_topology_yaml
 from gpucluster.slurm.restapi import controller_key_path
 
@@ -102,10 +103,11 @@ def _context(cluster: Cluster) -> dict[str, object]:
         "slurm": slurm,
         "node_lines": node_lines(cluster),
         "partitions": [
-            (p, compress(cluster.partitions[p.name]))
+            (p, compress(cluster.partitions[p.name]), *per_gpu_defaults(cluster, p))
             for p in cluster.spec.partitions
             if p.name in cluster.partitions
         ],
+        "gres_lines": gres_lines,
         "topology": topology_kind(cluster),
         "topology_yaml": uses_topology_yaml(cluster),
         "switches": [(s.name, compress(s.switches), compress(s.nodes)) for s in cluster.switches],

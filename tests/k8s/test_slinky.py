@@ -29,6 +29,7 @@ from gpucluster.k8s.owners import slurm_pods_view
 from gpucluster.layers import load_cluster
 from gpucluster.model import GpuQuota, Owner
 from gpucluster.render import render_files
+from gpucluster.slurm.accounts import fair_shares
 from tests.k8s.conftest import (
     REPO,
     cluster_of,
@@ -282,7 +283,9 @@ def accounts_problems(cluster: Cluster, files: dict[str, str]) -> list[str]:
         got = (account.get("gpu_quota"), account.get("gpu_limit"), account.get("grp_tres"))
         if got != (gpus.quota, gpus.effective_limit, f"gres/gpu={gpus.effective_limit}"):
             problems.append(f"{tenant.name}: {got} instead of its slurm-on-kubernetes numbers")
-        if account.get("fairshare") != tenant.fairshare or account.get("parent") != (tenant.parent or "root"):
+        # Shares: the tenant's quota there (gpucluster.slurm.accounts.fair_shares).
+        shares = fair_shares(cluster.owned_by(Owner.SLURM_ON_KUBERNETES), tenant)
+        if account.get("fairshare") != shares or account.get("parent") != (tenant.parent or "root"):
             problems.append(f"{tenant.name}: fairshare or parent")
     users = {u["name"]: u["accounts"] for u in desired["users"]}
     expected = {

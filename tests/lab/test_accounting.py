@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from gpucluster.modelbase import Owner
+from gpucluster.slurm.accounts import fair_shares
+
 from .conftest import Lab
 
 pytestmark = pytest.mark.lab
@@ -69,8 +72,10 @@ def test_sshare_shows_each_tenant_fairshare(lab_cluster: Lab) -> None:
         for account, user, raw in (line.split("|") for line in out.splitlines())
         if not user
     }
+    # A tenant's shares are its Slurm GPU quota (gpucluster.slurm.accounts.fair_shares).
+    slurm = lab_cluster.cluster.owned_by(Owner.SLURM)
     for tenant in lab_cluster.cluster.spec.tenants:
-        assert shares[tenant.name] == str(tenant.fairshare)
+        assert shares[tenant.name] == str(fair_shares(slurm, tenant))
 
 
 def test_associations_match_the_rendered_accounts(lab_cluster: Lab) -> None:
@@ -84,7 +89,7 @@ def test_associations_match_the_rendered_accounts(lab_cluster: Lab) -> None:
         "format=Account,User,Fairshare,GrpTRES,QOS",
     )
     rows = {(a, u): (fs, tres, qos) for a, u, fs, tres, qos in (line.split("|") for line in out.splitlines())}
-    assert rows[("research", "")] == ("60", "gres/gpu=24", "capped,normal")
-    assert rows[("product", "")] == ("40", "gres/gpu=32", "normal")
+    assert rows[("research", "")] == ("16", "gres/gpu=24", "capped,normal")
+    assert rows[("product", "")] == ("16", "gres/gpu=32", "normal")
     assert {u for (a, u) in rows if a == "research" and u} == {"alice", "carol"}
     assert {u for (a, u) in rows if a == "product" and u} == {"bob"}

@@ -82,13 +82,13 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
         "program in extra",
         lambda c: c["slurm"].update(health={}, extra={"HealthCheckProgram": "/usr/sbin/nhc"}),
         "cluster.slurm.extra.HealthCheckProgram",
-        "set by cluster.slurm.health",
+        "written by cluster.slurm.health",
     ),
     (
         "prolog in extra",
         lambda c: c["slurm"].update(health={"prolog": True}, extra={"Prolog": "/etc/slurm/prolog.sh"}),
         "cluster.slurm.extra.Prolog",
-        "set by cluster.slurm.health",
+        "written by cluster.slurm.health",
     ),
 ]
 
@@ -162,6 +162,7 @@ def test_health_renders_slurm_conf_keys_and_the_expectations(inventories: Invent
         infiniband =
         mounts =
         budget = 50
+        heavy_node_state = IDLE
 
         [h100]
         nodes = n01 n02 n03 n04
@@ -172,6 +173,7 @@ def test_health_renders_slurm_conf_keys_and_the_expectations(inventories: Invent
         infiniband = mlx5_0:1
         mounts = /home
         budget = 50
+        heavy_node_state = IDLE
         """
     )
     text = files["slurm/healthcheck.conf"]

@@ -532,6 +532,60 @@ def test_dcgm_pass(fake: FakeNode) -> None:
     assert fake.run() == 0
 
 
+def heavy_only_when(fake: FakeNode, states: str) -> None:
+    fake.config.write_text(
+        CONFIG.replace("mounts = /home\n", f"mounts = /home\nheavy_node_state = {states}\n")
+    )
+    # dcgmi fails, and says it ran.
+    fake.shell_tool("dcgmi", f"echo ran >> {fake.base}/dcgmi.log\ncat <<'EOF'\n{DCGM_FAIL}EOF\nexit 226")
+
+
+def dcgmi_ran(fake: FakeNode) -> bool:
+    return (fake.base / "dcgmi.log").exists()
+
+
+@pytest.mark.parametrize("state", ["MIXED", "ALLOCATED", "IDLE+COMPLETING", "MIXED+DRAIN"])
+def test_the_heavy_check_leaves_a_busy_node_alone(
+    fake: FakeNode, state: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    heavy_only_when(fake, "IDLE")
+    fake.set_node(state=state)
+    assert fake.run() == 0
+    assert not dcgmi_ran(fake) and fake.updates() == []
+    assert f"dcgm: skipped (node {state}; runs when IDLE)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("state", "runs"), [("IDLE", True), ("IDLE+DRAIN", True), ("MIXED", False)])
+def test_the_heavy_check_runs_on_an_idle_node(fake: FakeNode, state: str, runs: bool) -> None:
+    heavy_only_when(fake, "IDLE")
+    fake.set_node(
+        state=state, reason="[health] dcgm: diag -r 1 failed: Persistence Mode" if "DRAIN" in state else None
+    )
+    fake.run()
+    assert dcgmi_ran(fake) is runs
+    if runs:
+        assert fake.node["reason"] == "[health] dcgm: diag -r 1 failed: Persistence Mode"
+
+
+def test_nondrained_idle_keeps_the_heavy_check_off_drained_nodes(fake: FakeNode) -> None:
+    heavy_only_when(fake, "NONDRAINED_IDLE")
+    fake.set_node(state="IDLE+DRAIN", reason="maintenance")
+    fake.run()
+    assert not dcgmi_ran(fake)
+    fake.set_node(state="IDLE", reason=None)
+    fake.run()
+    assert dcgmi_ran(fake)
+
+
+def test_the_light_checks_run_on_a_busy_node(fake: FakeNode) -> None:
+    heavy_only_when(fake, "IDLE")
+    fake.set_node(state="ALLOCATED")
+    fake.device(3).unlink()
+    assert fake.run() == 1
+    assert fake.node["reason"] == "[health] gpu count: 7 of 8 (missing /dev/nvidia3)"
+    assert not dcgmi_ran(fake)
+
+
 def test_checks_off_for_the_node_type_are_not_run(fake: FakeNode) -> None:
     fake.set_node(name="cpu2")
     fake.shell_tool("dcgmi", "exit 1")
@@ -653,6 +707,7 @@ def test_rendered_config_gives_each_node_its_node_types_expectations(tmp_path: P
     assert exp.checks == ("gpu_count", "mounts", "infiniband", "xid", "ecc", "dcgm")
     assert ("mlx5_11", 1) in exp.infiniband and exp.mounts == ("/home",)
     assert 79 in exp.xid_fatal
+    assert exp.heavy_node_state == ("IDLE",)
     with pytest.raises(hc.ConfigError):
         hc.load_expectations(path, "dgx100")  # SU4 belongs to Kubernetes
 

@@ -12,7 +12,8 @@ import pytest
 from gpucluster.cluster import Cluster
 from gpucluster.layers import load_cluster
 from gpucluster.modelbase import Owner
-from gpucluster.moves import Action, Step, initial_state, move_steps, replay
+from gpucluster.moves import Action, Step, initial_state, move_steps, raises, replay
+from gpucluster.plan import make_plan
 from tests.conftest import InventoryFactory, run_cli
 from tests.fleet import gpu04_to_kubernetes
 
@@ -44,7 +45,9 @@ def check_walk(old: Cluster, new: Cluster, steps: list[Step]) -> None:
                 assert numbers.effective_limit <= capacity, f"{where}: {owner} limit of {tenant} > {capacity}"
     for owner in Owner:
         assert state.held[owner] == set(new.hosts_owned_by(owner)), owner
-        assert state.quotas[owner] == {t: g[owner] for t, g in new.tenant_gpus.items() if owner in g}, owner
+        # A tenant at 0 GPUs in a scheduler holds nothing there, listed or not.
+        wanted = {t: g[owner] for t, g in new.tenant_gpus.items() if owner in g}
+        assert not raises(state.quotas[owner], wanted), owner
 
 
 def test_slurm_to_kubernetes_steps_keep_one_owner_and_quotas_within_capacity(
@@ -56,23 +59,26 @@ def test_slurm_to_kubernetes_steps_keep_one_owner_and_quotas_within_capacity(
     check_walk(old, new, steps)
     actions = [(s.scheduler, s.action) for s in steps]
     # Quotas come down first and go up last; the node is emptied in Slurm before Kubernetes claims it.
+    # Only steps that change something: Kubernetes has no quota to lower, and Slurm's lowered
+    # numbers are already its new ones.
     assert actions == [
         (Owner.SLURM, Action.LOWER_QUOTAS),
-        (Owner.KUBERNETES, Action.LOWER_QUOTAS),
         (Owner.SLURM, Action.STOP_PLACING),
         (Owner.SLURM, Action.WAIT_EMPTY),
         (Owner.SLURM, Action.RELEASE),
         (Owner.KUBERNETES, Action.CLAIM),
-        (Owner.SLURM, Action.RAISE_QUOTAS),
         (Owner.KUBERNETES, Action.RAISE_QUOTAS),
     ]
-    assert steps[2].hosts == ("gpu04",)
+    assert steps[1].hosts == ("gpu04",)
     assert (
         'scontrol update nodename=gpu04 state=drain reason="gpucluster: moving to kubernetes"'
-        in steps[2].text
+        in steps[1].text
     )
     # Slurm 22.05 learns a node list only on restart.
-    assert "restart slurmctld and slurmd" in steps[4].text
+    assert (
+        "restart slurmctld, then slurmd on every node (Slurm 22.05 learns node lists only on restart"
+        in steps[3].text
+    )
 
 
 def test_kubernetes_to_slurm_lowers_quotas_then_cordons_and_evicts(inventories: InventoryFactory) -> None:
@@ -81,16 +87,17 @@ def test_kubernetes_to_slurm_lowers_quotas_then_cordons_and_evicts(inventories: 
     steps = move_steps(old, new)
     check_walk(old, new, steps)
     kubernetes = [s for s in steps if s.scheduler == Owner.KUBERNETES]
+    # Kubernetes keeps no GPUs: its quotas come down to nothing, and nothing raises them again.
     assert [s.action for s in kubernetes] == [
         Action.LOWER_QUOTAS,
         Action.STOP_PLACING,
         Action.WAIT_EMPTY,
         Action.RELEASE,
-        Action.RAISE_QUOTAS,
     ]
     assert kubernetes[0].quotas["research"].quota == 0  # lowered before the node leaves
     assert "kubectl cordon gpu04" in kubernetes[1].text
     assert "PodDisruptionBudgets" in kubernetes[2].text
+    assert [s.action for s in steps if s.scheduler == Owner.SLURM] == [Action.CLAIM, Action.RAISE_QUOTAS]
 
 
 def test_the_walk_check_catches_a_claim_before_the_release(inventories: InventoryFactory) -> None:
@@ -107,6 +114,9 @@ def test_the_walk_check_catches_a_claim_before_the_release(inventories: Inventor
     early = [steps[-1], *steps[:-1]]
     with pytest.raises(AssertionError, match="kubernetes guarantees 8 GPUs but can place 0"):
         check_walk(old, new, early)
+    # A walk that never lowers Slurm's quotas promises GPUs Slurm no longer has.
+    with pytest.raises(AssertionError, match="slurm guarantees 32 GPUs but can place 24"):
+        check_walk(old, new, steps[1:])
 
 
 def test_example_moves_between_units(inventories: InventoryFactory) -> None:
@@ -139,9 +149,15 @@ def test_plan_prints_the_steps_and_json(inventories: InventoryFactory) -> None:
     proc = run_cli("plan", str(old_dir), str(new_dir))
     assert proc.returncode == 0, proc.stderr
     assert "hosts.gpu04.owner: slurm -> kubernetes  [move]" in proc.stdout
-    assert "   3. [slurm] stop-placing: scontrol update nodename=gpu04 state=drain" in proc.stdout
+    assert "   2. [slurm] stop-placing (move): scontrol update nodename=gpu04 state=drain" in proc.stdout
     assert "overall: move:" in proc.stdout
     doc = json.loads(run_cli("plan", "--json", str(old_dir), str(new_dir)).stdout)
     assert doc["overall"]["update"] == "move"
-    assert [s["action"] for s in doc["steps"]][2:6] == ["stop-placing", "wait-empty", "release", "claim"]
-    assert doc["steps"][5] == {**doc["steps"][5], "scheduler": "kubernetes", "hosts": ["gpu04"]}
+    actions = [s["action"] for s in doc["steps"]]
+    assert actions == [
+        "lower-quotas", "stop-placing", "wait-empty", "apply", "apply", "release", "apply", "claim", "raise-quotas"
+    ]  # fmt: skip
+    assert doc["steps"][7] == {**doc["steps"][7], "scheduler": "kubernetes", "hosts": ["gpu04"]}
+    # The plan's own walk keeps the move's promises too.
+    old, new = load_cluster(old_dir), load_cluster(new_dir)
+    check_walk(old, new, make_plan(old, new).steps)

@@ -220,3 +220,59 @@ def test_no_users_file_without_declared_accounts(inventories: InventoryFactory) 
         "groups": [{"name": "ml", "gid": 20000}],
         "users": [],
     }
+
+
+def tree(directory: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(directory)): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()
+    }
+
+
+def test_only_takes_the_parts_help_lists_and_refuses_anything_else(tmp_path: Path) -> None:
+    out = tmp_path / "build"
+    assert run_cli("render", "inventories/superpod", "--out", str(out)).returncode == 0
+    before = tree(out)
+    typo = run_cli("render", "inventories/superpod", "--out", str(out), "--only", "slurmm")
+    assert typo.returncode == 2
+    assert "invalid choice: 'slurmm' (choose from 'slurm', 'hosts', 'kubernetes', 'helm')" in typo.stderr
+    assert tree(out) == before
+    listed = " ".join(run_cli("render", "--help").stdout.split())
+    assert all(f"{part} (" in listed for part in ("slurm", "hosts", "kubernetes", "helm"))
+
+
+def test_the_parts_are_the_renderers_folders() -> None:
+    from gpucluster.layers import CORE_RENDERERS, LAYERS
+    from gpucluster.outputs import OUTPUT_PARTS
+
+    assert set(OUTPUT_PARTS) == set(CORE_RENDERERS) | {
+        folder for layer in LAYERS for folder in layer.renderers
+    }
+
+
+def test_a_partial_render_leaves_the_other_parts_alone(tmp_path: Path) -> None:
+    out = tmp_path / "build"
+    assert run_cli("render", "inventories/superpod", "--out", str(out)).returncode == 0
+    before = tree(out)
+    proc = run_cli("render", "inventories/superpod", "--out", str(out), "--only", "kubernetes")
+    assert proc.returncode == 0, proc.stderr
+    assert "(0 changed)" in proc.stdout and "removed" not in proc.stdout
+    assert tree(out) == before
+    # The manifest still lists every part: a later full render removes only what it no longer makes.
+    assert run_cli("render", "inventories/superpod", "--out", str(out)).stdout.startswith("26 files in ")
+    assert tree(out) == before
+
+
+def test_every_removal_is_listed(tmp_path: Path) -> None:
+    out = tmp_path / "build"
+    assert run_cli("render", "inventories/superpod", "--out", str(out)).returncode == 0
+    # lab has no Kubernetes: a partial render of kubernetes removes only kubernetes/ files, listed.
+    partial = run_cli("render", "inventories/lab", "--out", str(out), "--only", "kubernetes")
+    removed = [line.split()[1] for line in partial.stdout.splitlines() if line.startswith("  removed ")]
+    assert removed and all(Path(p).relative_to(out).parts[0] == "kubernetes" for p in removed)
+    assert not any((out / "kubernetes").rglob("*.yaml"))
+    assert (out / "helm" / "releases.yaml").is_file() and (out / "slurm" / "slurm.conf").is_file()
+    full = run_cli("render", "inventories/lab", "--out", str(out))
+    listed = {line.split()[1] for line in full.stdout.splitlines() if line.startswith("  removed ")}
+    assert str(out / "helm" / "releases.yaml") in listed
+    assert not (out / "helm" / "releases.yaml").exists()
+    assert set(tree(out)) == {MANIFEST, *render_files(load_cluster(INVENTORIES / "lab"))}

@@ -31,7 +31,14 @@ HOSTS = SMALL_HOSTS.replace(
 def inventory(inventories: InventoryFactory, name: str = "inv", **slurm: Any) -> Path:
     data = copy.deepcopy(BASE)
     data["cluster"]["slurm"].update(slurm)
-    return inventories.make(HOSTS, yaml.safe_dump(data, sort_keys=False), name=name)
+    text = yaml.safe_dump(data, sort_keys=False)
+    # A host of hosts.yml must have a part in cluster.yml: login01 and dbd01 only where named.
+    hosts = HOSTS
+    for host, block in (("login01", "        login:\n          hosts:\n            login01:\n"),
+                        ("dbd01", "        dbd:\n          hosts:\n            dbd01:\n")):  # fmt: skip
+        if host not in text:
+            hosts = hosts.replace(block, "")
+    return inventories.make(hosts, text, name=name)
 
 
 def auth_lines(text: str) -> list[str]:

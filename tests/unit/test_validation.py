@@ -75,7 +75,7 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
             c["nodes"].append({"group": "rack1", "type": "h200"}),
         ),
         "cluster.nodes[1].group",
-        "already has node type `h100`",
+        "hosts n[01-04] already have node type `h100` from cluster.nodes[0] (`gpus`) (group `rack1` is inside `gpus`)",
     ),
     (
         "device count",
@@ -204,7 +204,7 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
         "node ssh and PrologFlags in extra",
         lambda c: c["slurm"].update(node_ssh={}, extra={"PrologFlags": "Contain,X11"}),
         "cluster.slurm.extra.PrologFlags",
-        "PrologFlags is set by cluster.slurm.node_ssh",
+        "PrologFlags is written by cluster.slurm.node_ssh",
     ),
     (
         "node ssh admin twice",
@@ -252,7 +252,7 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
         "REST API keys set by hand too",
         lambda c: c["slurm"].update(rest_api={"host": "head"}, extra={"AuthAltTypes": "auth/jwt"}),
         "cluster.slurm.extra.AuthAltTypes",
-        "AuthAltTypes is set by cluster.slurm.rest_api",
+        "AuthAltTypes is written by cluster.slurm.rest_api",
     ),
     (
         "backup controller without shared state",
@@ -428,7 +428,7 @@ OWNER_CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
         "two owners",
         _then(_two_owners, lambda c: c["nodes"].append({"group": "n05", "type": "h100", "owner": "slurm"})),
         "cluster.nodes[2].group",
-        "host `n05` would have two owners: `kubernetes` from cluster.nodes[1] and `slurm`",
+        "host `n05` would have two owners: `kubernetes` from cluster.nodes[1] (`rack2`) and `slurm`",
     ),
     (
         "partition names a kubernetes host",
@@ -651,7 +651,7 @@ HOSTS_CASES = [
         "begin is after end",
     ),
     ("bad group key", "all:\n  children:\n    g:\n      host:\n        n01:\n", "hosts.yml", "unknown key"),
-    ("syntax", "all:\n  children:\n    g: [\n", "hosts.yml", "YAML syntax error at line"),
+    ("syntax", "all:\n  children:\n    g: [\n", "hosts.yml:4", "YAML syntax error at column"),
     (
         "group cycle",
         "all:\n  children:\n    a:\n      children:\n        b:\n          children:\n            a:\n",
@@ -673,7 +673,9 @@ def test_hosts_file_problems(inventories: InventoryFactory, hosts: str, file: st
 def test_cluster_file_syntax_error_names_line_and_column(inventories: InventoryFactory) -> None:
     directory = inventories.make(SMALL_HOSTS, "cluster:\n  name: x\n  slurm: {version: '22.05'\n")
     found = problems_of(directory)
-    assert any("YAML syntax error at line" in p and "column" in p for p in found), found
+    assert found == [
+        f"{directory / CLUSTER_FILE}:4: YAML syntax error at column 1: did not find expected ',' or '}}'"
+    ]
 
 
 def test_missing_cluster_definition(inventories: InventoryFactory) -> None:

@@ -472,10 +472,10 @@ def test_a_tenant_removed_by_hand_fails_only_accounts_naming_it(plan: Plan) -> N
     ("assoc", "qos", "users", "detail", "names"),
     [
         (
-            ASSOC_TEXT.replace("research||root|60|", "research||root|50|"),
+            ASSOC_TEXT.replace("research||root|16|", "research||root|50|"),
             QOS_TEXT,
             USERS_TEXT,
-            "tenant research: Fairshare 50, inventory 60",
+            "tenant research: Fairshare 50, inventory 16",
             ("research",),
         ),
         (
@@ -487,7 +487,7 @@ def test_a_tenant_removed_by_hand_fails_only_accounts_naming_it(plan: Plan) -> N
         ),
         (
             ASSOC_TEXT.replace(
-                "product||root|40|gres/gpu=16|normal|normal", "product||root|40|gres/gpu=16|capped,normal|"
+                "product||root|8|gres/gpu=16|normal|normal", "product||root|8|gres/gpu=16|capped,normal|"
             ),
             QOS_TEXT,
             USERS_TEXT,
@@ -573,8 +573,10 @@ def test_accounts_check_agrees_with_the_slurm_accounts_role(plan: Plan, assoc: s
 def test_no_accounting_skips_accounts(inventories: InventoryFactory) -> None:
     from tests.unit.verify_fixtures import CLUSTER, HOSTS
 
+    without_dbd = HOSTS.replace("        dbd:\n          hosts:\n            db1:\n", "")
+    assert without_dbd != HOSTS
     directory = inventories.make(
-        HOSTS, CLUSTER.replace("        accounting: {host: db1}\n", ""), name="small"
+        without_dbd, CLUSTER.replace("        accounting: {host: db1}\n", ""), name="small"
     )
     from gpucluster.layers import load_cluster
 

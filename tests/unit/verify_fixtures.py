@@ -123,12 +123,13 @@ TOPOLOGY_TEXT = (
 )
 
 QOS_TEXT = "normal|0|||||\ncapped|0|gres/gpu=2|||2-00:00:00|\n"
+# Fairshare: the tenants' Slurm quotas (gpucluster.slurm.accounts.fair_shares).
 ASSOC_TEXT = (
     "root|||1||normal|\n"
     "root|root||1||normal|\n"
-    "product||root|40|gres/gpu=16|normal|normal\n"
+    "product||root|8|gres/gpu=16|normal|normal\n"
     "product|bob||1||normal|normal\n"
-    "research||root|60|gres/gpu=24|capped,normal|normal\n"
+    "research||root|16|gres/gpu=24|capped,normal|normal\n"
     "research|alice||1||capped,normal|normal\n"
     "research|carol||1||capped,normal|normal\n"
 )

@@ -1,0 +1,12 @@
+"""The folders of a rendered tree, one per renderer (gpucluster.layers composes them): what
+`gpucluster render --only` takes. Kept apart so that the command line lists them without
+loading the model."""
+
+from __future__ import annotations
+
+OUTPUT_PARTS: dict[str, str] = {
+    "slurm": "bare-metal Slurm: slurm.conf, topology.conf/.yaml, gres.conf, cgroup.conf, healthcheck.conf, accounts.yaml",
+    "hosts": "what the roles apply to the hosts: Unix accounts, shared storage and NFS exports, node ssh",
+    "kubernetes": "Kubernetes objects: node labels, queues, DRA device classes, Slurm on Kubernetes",
+    "helm": "Helm values of the Kubernetes add-ons",
+}

@@ -1,0 +1,87 @@
+"""The whole resolved model as JSON values: what an inventory resolves to, as the schedulers receive it.
+
+Inventory names are replaced by the hosts they stand for: node groups by `hosts` (each host's node
+type and owner), partitions' and filesystems' members by host lists, the switch tree by `switches`
+(each with its child switches and hosts), blocks by their hosts. Tenants appear once per scheduler
+with the numbers that scheduler gets (`tenants.<name>.<scheduler>`). Named lists (partitions, QOS,
+groups, users, filesystems) become mappings by name. `gpucluster show --json` prints it, and
+`gpucluster plan` compares two of them, so that a change made in hosts.yml is seen as what it does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpucluster.cluster import Cluster
+from gpucluster.modelbase import Owner
+from gpucluster.slurm.accounts import fair_shares
+
+# Lists of the spec compared by name, and the key of each entry's name.
+NAMED = ("partitions", "qos", "groups", "users", "storage")
+
+
+def _by_name(items: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {item["name"]: {k: v for k, v in item.items() if k != "name"} for item in items}
+
+
+def tenant_views(cluster: Cluster) -> dict[str, dict[str, Any]]:
+    """Per tenant, per scheduler that has hosts, what it receives: Slurm's account (every tenant, its
+    shares, GPU quota and limit, users and QOS), Kubernetes' queues (tenants with Kubernetes GPUs:
+    namespace, cohort parent, weight, quota, limit)."""
+    views: dict[str, dict[str, Any]] = {}
+    owners = cluster.owners
+    domains = {owner: cluster.owned_by(owner) for owner in owners}
+    for tenant in cluster.spec.tenants:
+        entry: dict[str, Any] = {}
+        for owner, domain in domains.items():
+            numbers = domain.quota(tenant.name)
+            if owner == Owner.KUBERNETES:
+                if owner not in cluster.tenant_gpus.get(tenant.name, {}):
+                    continue
+                entry[owner.value] = {
+                    "namespace": tenant.namespace or tenant.name,
+                    "parent": tenant.parent,
+                    "weight": tenant.fairshare,
+                    "quota": numbers.quota,
+                    "limit": numbers.effective_limit,
+                }
+                continue
+            entry[owner.value] = {
+                "parent": tenant.parent,
+                "shares": fair_shares(domain, tenant),
+                "quota": numbers.quota,
+                "limit": numbers.effective_limit,
+                "users": sorted(tenant.users),
+                "qos": sorted(tenant.qos),
+                "default_qos": tenant.default_qos,
+            }
+        views[tenant.name] = entry
+    return views
+
+
+def resolved_view(cluster: Cluster) -> dict[str, Any]:
+    spec = cluster.spec
+    data = spec.model_dump(mode="json", exclude={"nodes", "tenants"})
+    for key in NAMED:
+        data[key] = _by_name(data[key])
+    for name, partition in data["partitions"].items():
+        partition["nodes"] = list(cluster.partitions.get(name, []))
+    for name, fs in data["storage"].items():
+        fs["hosts"] = list(cluster.storage_hosts.get(name, []))
+    fabric = data["fabric"]
+    del fabric["tree"]  # as `switches`
+    fabric["blocks"] = {name: list(hosts) for name, hosts in sorted(cluster.blocks.items())}
+    return {
+        "cluster": data,
+        "hosts": {
+            host: {
+                "type": cluster.node_type_of[host],
+                "owner": owner.value if (owner := cluster.owner_of.get(host)) else None,
+            }
+            for host in cluster.hosts
+        },
+        "switches": {
+            s.name: {"switches": list(s.switches), "nodes": list(s.nodes)} for s in cluster.switches
+        },
+        "tenants": tenant_views(cluster),
+    }

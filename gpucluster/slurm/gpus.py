@@ -1,0 +1,108 @@
+"""What a GPU site sets for Slurm's GPUs, derived from the node types unless the inventory says:
+the cores near each GPU (gres.conf Cores=) and the CPUs and memory a job gets per GPU when it asks
+for none (a partition's DefCpuPerGPU and DefMemPerGPU)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from gpucluster.hostlists import compress
+
+if TYPE_CHECKING:
+    from gpucluster.cluster import Cluster
+    from gpucluster.model import GpuSpec, NodeType, Partition
+
+
+def core_range(first: int, last: int) -> str:
+    return str(first) if first == last else f"{first}-{last}"
+
+
+def parse_cores(text: str) -> list[int]:
+    """`0-3,8` -> [0, 1, 2, 3, 8] (the model's pattern has checked the form)."""
+    cores: list[int] = []
+    for item in text.split(","):
+        first, _, last = item.partition("-")
+        cores.extend(range(int(first), int(last or first) + 1))
+    return cores
+
+
+def devices_in_order(gpus: GpuSpec) -> list[str]:
+    """The device files in GPU order (/dev/nvidia0 first); checks made them /dev/nvidia0..N-1."""
+    return [f"/dev/nvidia{n}" for n in range(gpus.count)]
+
+
+def gpu_cores(node_type: NodeType) -> list[str] | None:
+    """The cores of each GPU in device order, as Slurm core lists; None: no Cores= (no affinity
+    asked, or slurmd detects it)."""
+    gpus = node_type.gpus
+    if gpus is None or gpus.autodetect != "off" or gpus.affinity == "none":
+        return None
+    if isinstance(gpus.affinity, list):
+        return list(gpus.affinity)
+    # `socket`, the default: GPUs split evenly over the sockets, in order.
+    per_socket = gpus.count // node_type.sockets
+    cores = node_type.cores_per_socket
+    return [
+        core_range(socket * cores, socket * cores + cores - 1)
+        for socket in range(node_type.sockets)
+        for _ in range(per_socket)
+    ]
+
+
+@dataclass(frozen=True)
+class GresLine:
+    devices: str  # a hostlist of device files
+    cores: str | None
+
+
+def gres_lines(node_type: NodeType) -> list[GresLine]:
+    """One gres.conf File= line per run of GPUs sharing their cores."""
+    gpus = node_type.gpus
+    assert gpus is not None and gpus.devices is not None
+    cores = gpu_cores(node_type)
+    if cores is None:
+        return [GresLine(gpus.devices, None)]
+    devices = devices_in_order(gpus)
+    lines: list[GresLine] = []
+    start = 0
+    for index in range(1, len(devices) + 1):
+        if index == len(devices) or cores[index] != cores[start]:
+            lines.append(GresLine(compress(devices[start:index]), cores[start]))
+            start = index
+    return lines
+
+
+def socket_split_problem(node_type: NodeType) -> str | None:
+    gpus = node_type.gpus
+    if gpus is None or gpus.count % node_type.sockets == 0:
+        return None
+    return (
+        f"{gpus.count} GPUs do not split evenly over {node_type.sockets} sockets: list the cores of each "
+        'GPU (affinity: ["0-13", ...], as `nvidia-smi topo -m` shows them) or say affinity: none'
+    )
+
+
+def share(node_type: NodeType) -> tuple[int, int] | None:
+    """(CPUs, MiB) per GPU of a node type; None for one without GPUs."""
+    gpus = node_type.gpus
+    if gpus is None:
+        return None
+    return node_type.cpus // gpus.count, node_type.memory_mb // gpus.count
+
+
+def gpu_node_types(cluster: Cluster, partition: str) -> list[str]:
+    types = {cluster.node_type_of[h] for h in cluster.partitions.get(partition, [])}
+    return sorted(t for t in types if cluster.spec.node_types[t].gpus)
+
+
+def per_gpu_defaults(cluster: Cluster, partition: Partition) -> tuple[int | None, int | None]:
+    """(DefCpuPerGPU, DefMemPerGPU) of a partition: as set, else the smallest share of its GPU
+    node types, so that a job using every GPU of any of its nodes still fits that node. None for a
+    partition without GPU nodes, and for CPUs where a node has fewer CPUs than GPUs."""
+    shares = [s for t in gpu_node_types(cluster, partition.name) if (s := share(cluster.spec.node_types[t]))]
+    if not shares:
+        return None, None
+    cpus = partition.cpus_per_gpu or min(c for c, _ in shares) or None
+    memory = partition.memory_per_gpu_mb or min(m for _, m in shares) or None
+    return cpus, memory
