@@ -40,7 +40,7 @@ class Versions(Strict):
     cert_manager: ChartPin = spec(
         "jetstack cert-manager.",
         Update.KUBERNETES,
-        default_factory=lambda: _pin("cert-manager", "v1.19.1", "https://charts.jetstack.io"),
+        default_factory=lambda: _pin("cert-manager", "v1.21.1", "https://charts.jetstack.io"),
     )
     network_operator: ChartPin = spec(
         "NVIDIA Network Operator.",
