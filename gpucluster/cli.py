@@ -31,9 +31,12 @@ Command = Callable[[argparse.Namespace], int]
 
 
 def _load(inventory: Path) -> Cluster:
-    from gpucluster.layers import load_cluster
+    from gpucluster.layers import layer_warnings, load_cluster
 
-    return load_cluster(inventory)
+    cluster = load_cluster(inventory)
+    for problem in layer_warnings(cluster):
+        err(f"warning: {problem}")
+    return cluster
 
 
 def validate(args: argparse.Namespace) -> int:

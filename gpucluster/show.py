@@ -7,6 +7,7 @@ from typing import Any
 from gpucluster.cluster import Cluster
 from gpucluster.console import Tree, table
 from gpucluster.hostlists import compress
+from gpucluster.layers import layer_summaries, layer_tables
 from gpucluster.modelbase import Owner
 
 
@@ -66,6 +67,7 @@ def show(cluster: Cluster) -> str:
         ]
         parts.append(table("NVLink blocks", ("block", "nodes", "GPUs", "hosts"), blocks))
     parts.append(fleet_table(cluster))
+    parts += layer_tables(cluster)
     if spec.tenants:
         parts.append(tenant_table(cluster))
     if spec.users:
@@ -95,7 +97,13 @@ def fleet(cluster: Cluster) -> dict[str, Any]:
         }
         for tenant in cluster.spec.tenants
     }
-    return {"cluster": cluster.name, "gpus": cluster.total_gpus, "owners": owners, "tenants": tenants}
+    return {
+        "cluster": cluster.name,
+        "gpus": cluster.total_gpus,
+        "owners": owners,
+        "tenants": tenants,
+        **layer_summaries(cluster),
+    }
 
 
 def fleet_table(cluster: Cluster) -> str:

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING
 
 from gpucluster.errors import Problem, format_path
 from gpucluster.k8s.model import KubernetesSpec, kubernetes_of
-from gpucluster.k8s.names import ADDON_NAMESPACES, topology_levels
+from gpucluster.k8s.names import ADDON_NAMESPACES, hypernode_domains, topology_levels
+from gpucluster.k8s.owners import pods_view
 from gpucluster.modelbase import Owner
 
 if TYPE_CHECKING:  # the cluster module calls check_kubernetes; keep this import type-only
@@ -47,6 +48,7 @@ class _KubernetesChecker:
         self.problems.append(self.file.problem(format_path(["cluster", *parts]), message))
 
     def run(self) -> list[Problem]:
+        self.check_gang_scheduler()
         self.check_versions()
         self.check_allocation()
         self.check_nfd()
@@ -58,6 +60,41 @@ class _KubernetesChecker:
         self.check_topology()
         self.check_storage()
         return self.problems
+
+    def check_gang_scheduler(self) -> None:
+        """One gang scheduler binds the pods of the Kubernetes-owned GPU nodes: KAI and Volcano would
+        both place pods on the same GPUs, each counting only its own (the double scheduling that one
+        owner per node exists to prevent)."""
+        k8s = self.k8s
+        if k8s.kai.enabled and k8s.volcano.enabled:
+            self.fail(
+                ["volcano", "enabled"],
+                "KAI (kubernetes.kai.enabled) and Volcano are both enabled: two schedulers would bind "
+                "pods on the same GPUs; choose one gang scheduler for the Kubernetes-owned nodes "
+                "(Kueue may admit in front of either)",
+            )
+        if not k8s.volcano.enabled:
+            return
+        reserved = {"root", "default"} | {t.name for t in self.cluster.spec.tenants}
+        if k8s.volcano.parent_queue in reserved:
+            self.fail(
+                ["volcano", "parent_queue"],
+                f"queue `{k8s.volcano.parent_queue}` is Volcano's own (root, default) or a tenant's",
+            )
+        for index, tenant in enumerate(self.cluster.spec.tenants):
+            if tenant.name in ("root", "default"):
+                self.fail_outside(
+                    ["tenants", index, "name"],
+                    f"`{tenant.name}` is a queue Volcano makes itself; give the tenant another name",
+                )
+        if k8s.volcano.network_topology:
+            for name, units in sorted(hypernode_domains(pods_view(self.cluster)).items()):
+                if len(units) > 1:
+                    self.fail_outside(
+                        ["fabric"],
+                        f"{' and '.join(units)} would both be the Volcano HyperNode `{name}`: rename "
+                        "one, or set kubernetes.volcano.network_topology: false",
+                    )
 
     def check_storage(self) -> None:
         """A filesystem's Kubernetes volume needs Slurm on Kubernetes to mount it; Soperator's charts
@@ -206,7 +243,12 @@ class _KubernetesChecker:
         if len(cluster.owner_of) < len(cluster.node_type_of):
             return  # some nodes have no owner: the core checks said so, guessing here would only add noise
         pod_gpus = cluster.gpus_of(cluster.hosts_owned_by(Owner.KUBERNETES))
-        for key, name, enabled in (("kueue", "Kueue", k8s.kueue.enabled), ("kai", "KAI", k8s.kai.enabled)):
+        schedulers = (
+            ("kueue", "Kueue", k8s.kueue.enabled),
+            ("kai", "KAI", k8s.kai.enabled),
+            ("volcano", "Volcano", k8s.volcano.enabled),
+        )
+        for key, name, enabled in schedulers:
             if enabled and not pod_gpus:
                 self.fail(
                     [key, "enabled"],
@@ -293,3 +335,26 @@ def check_kubernetes(cluster: Cluster) -> list[Problem]:
     if k8s is None:
         return []
     return _KubernetesChecker(cluster, k8s).run()
+
+
+def kubernetes_warnings(cluster: Cluster) -> list[Problem]:
+    """What a valid `kubernetes:` section may not mean to do (printed as warnings, exit code 0)."""
+    k8s = kubernetes_of(cluster)
+    if k8s is None:
+        return []
+    file = cluster.inventory.cluster_file
+    warnings: list[Problem] = []
+    served = "deployment" in k8s.kueue.integrations
+    if k8s.kueue.enabled and not served:
+        tenants = [t for t in cluster.spec.tenants if pods_view(cluster).quota(t.name).effective_limit]
+        if tenants:
+            names = ", ".join(t.name for t in tenants)
+            warnings.append(
+                file.problem(
+                    "cluster.kubernetes.kueue.integrations",
+                    f"no integration covers Deployments: the servers of {names} (tenants with Kubernetes "
+                    "GPUs) bypass their quotas in Kueue; add `deployment` (and `statefulset`, "
+                    "`leaderworkerset.x-k8s.io/leaderworkerset` for serving)",
+                )
+            )
+    return warnings

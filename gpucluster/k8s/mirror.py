@@ -64,6 +64,10 @@ IMAGE_KEYS: dict[str, dict[KeyPath, str]] = {
         # One registry for every KAI image; the published chart sets the release registry.
         ("global", "registry"): "ghcr.io/kai-scheduler/kai-scheduler",
     },
+    "volcano": {
+        # Every Volcano image is <basic.image_registry>/<basic.*_image_name>.
+        ("basic", "image_registry"): "docker.io",
+    },
     "slurm-operator": {
         ("operator", "image", "repository"): "ghcr.io/slinkyproject/slurm-operator",
         ("webhook", "image", "repository"): "ghcr.io/slinkyproject/slurm-operator-webhook",
@@ -112,6 +116,7 @@ PULL_SECRET_KEYS: dict[str, tuple[str, list[KeyPath]]] = {
     "kai-scheduler": ("ref", [("global", "imagePullSecrets")]),
     "slurm-operator": ("ref", [("imagePullSecrets",)]),
     "slurm": ("ref", [("imagePullSecrets",)]),
+    "volcano": ("string", [("basic", "image_pull_secret")]),
 }
 
 
@@ -147,6 +152,6 @@ def apply_mirror(release: str, values: dict[str, Any], mirror: RegistryMirror | 
         set_path(values, path, mirror_image(mirror, default))
     if mirror.pull_secret and release in PULL_SECRET_KEYS:
         form, paths = PULL_SECRET_KEYS[release]
-        entry: Any = mirror.pull_secret if form == "name" else {"name": mirror.pull_secret}
+        entry: Any = mirror.pull_secret if form in ("name", "string") else {"name": mirror.pull_secret}
         for path in paths:
-            set_path(values, path, [entry])
+            set_path(values, path, entry if form == "string" else [entry])

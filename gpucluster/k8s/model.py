@@ -32,6 +32,7 @@ def _pin(chart: str, version: str, repo: str | None = None) -> ChartPin:
 
 NGC = "https://helm.ngc.nvidia.com/nvidia"
 SOPERATOR_OCI = "oci://cr.eu-north1.nebius.cloud/soperator"
+VOLCANO_CHARTS = "https://volcano-sh.github.io/helm-charts"
 
 
 class Versions(Strict):
@@ -68,6 +69,11 @@ class Versions(Strict):
         "KAI Scheduler.",
         Update.KUBERNETES,
         default_factory=lambda: _pin("oci://ghcr.io/kai-scheduler/kai-scheduler/kai-scheduler", "v0.17.0"),
+    )
+    volcano: ChartPin = spec(
+        "Volcano.",
+        Update.KUBERNETES,
+        default_factory=lambda: _pin("volcano", "1.15.1", VOLCANO_CHARTS),
     )
     slinky_crds: ChartPin = spec(
         "Slinky CRDs (keep equal to slinky_operator).",
@@ -206,18 +212,59 @@ class KueueSettings(Strict):
             "statefulset",
         ]
     ] = spec(
-        "Job frameworks Kueue manages.",
+        "Job frameworks Kueue manages: batch jobs, and serving (`deployment`, `statefulset`, "
+        "LeaderWorkerSets) so that a tenant's servers pass through its quota too. A framework whose CRD "
+        "is not installed is skipped by Kueue.",
         Update.KUBERNETES,
-        default_factory=lambda: ["batch/job", "jobset.x-k8s.io/jobset", "kubeflow.org/pytorchjob"],
+        default_factory=lambda: [
+            "batch/job",
+            "jobset.x-k8s.io/jobset",
+            "kubeflow.org/pytorchjob",
+            "deployment",
+            "statefulset",
+            "leaderworkerset.x-k8s.io/leaderworkerset",
+        ],
     )
 
 
 class KaiSettings(Strict):
     enabled: bool = spec(
-        "Install the KAI Scheduler and create its queues from tenants.", Update.KUBERNETES, default=False
+        "Install the KAI Scheduler as the gang scheduler of the Kubernetes-owned GPU nodes and create "
+        "its queues from tenants (not with Volcano: one gang scheduler).",
+        Update.KUBERNETES,
+        default=False,
     )
     parent_queue: Annotated[str, Field(pattern=DNS_LABEL)] = spec(
         "Parent queue for top-level tenants' leaf queues.", Update.KUBERNETES, default="gpucluster"
+    )
+
+
+class VolcanoSettings(Strict):
+    enabled: bool = spec(
+        "Install Volcano as the gang scheduler of the Kubernetes-owned GPU nodes: tenants' queues, the "
+        "fabric as HyperNodes, every pod of a tenant namespace scheduled by Volcano (not with KAI: one "
+        "gang scheduler).",
+        Update.KUBERNETES,
+        default=False,
+    )
+    parent_queue: Annotated[str, Field(pattern=DNS_LABEL)] = spec(
+        "Queue (under Volcano's `root`) holding the Kubernetes-owned GPUs, parent of the top-level "
+        "tenants' queues.",
+        Update.KUBERNETES,
+        default="gpucluster",
+    )
+    reserve_quota: bool = spec(
+        "Each tenant's quota is also its queue's `guarantee`: reserved, never lent to another tenant "
+        "even while idle (a limit above the quota then borrows only GPUs no tenant is guaranteed). "
+        "false: the quota is `deserved` only, lent while idle and reclaimed, as with Kueue and KAI.",
+        Update.KUBERNETES,
+        default=False,
+    )
+    network_topology: bool = spec(
+        "Network-topology-aware placement: the fabric tree and NVLink blocks of the Kubernetes-owned "
+        "nodes as HyperNodes, and the scheduler's network-topology-aware plugin.",
+        Update.KUBERNETES,
+        default=True,
     )
 
 
@@ -322,9 +369,18 @@ class KubernetesSpec(Strict):
     dra: DraSettings = spec("DRA driver for NVIDIA GPUs.", Update.KUBERNETES, default_factory=DraSettings)
     kueue: KueueSettings = spec("Kueue.", Update.KUBERNETES, default_factory=KueueSettings)
     kai: KaiSettings = spec("KAI Scheduler.", Update.KUBERNETES, default_factory=KaiSettings)
+    volcano: VolcanoSettings = spec("Volcano.", Update.KUBERNETES, default_factory=VolcanoSettings)
     slurm: SlurmOnKubernetes | None = spec(
         "Slurm on Kubernetes (Slinky or Soperator); omit for none.", Update.KUBERNETES, default=None
     )
+
+    @property
+    def gang_scheduler(self) -> Literal["kai", "volcano"] | None:
+        """The one scheduler binding the pods of the Kubernetes-owned GPU nodes, besides kube-scheduler
+        (checks refuse both)."""
+        if self.volcano.enabled:
+            return "volcano"
+        return "kai" if self.kai.enabled else None
 
     @property
     def version_tuple(self) -> tuple[int, int, int]:

@@ -25,6 +25,8 @@ from gpucluster.k8s.names import (
     NODESET_LABEL,
     OWNER_LABEL,
     SLINKY_TOPOLOGY_ANNOTATION,
+    TENANT_LABEL,
+    VOLCANO_QUEUE_ANNOTATION,
     host_labels,
     k8s_name,
     nodeset_groups,
@@ -159,6 +161,14 @@ def has_topology(cluster: Cluster) -> bool:
     return bool(cluster.switch_path or cluster.blocks)
 
 
+def kueue_places_pods(view: Cluster, k8s: KubernetesSpec) -> bool:
+    """Kueue's Topology-Aware Scheduling: with a topology and no gang scheduler. TAS picks the nodes
+    of each admitted pod itself (a scheduling gate, then node selectors), which would overrule the
+    topology-aware placement of KAI or Volcano: with one of them, Kueue only admits (quota) and the
+    gang scheduler places, over its own topology (KAI Topology, Volcano HyperNodes)."""
+    return has_topology(view) and k8s.gang_scheduler is None
+
+
 def kueue_topology(cluster: Cluster) -> Obj:
     levels = [{"nodeLabel": label} for label in topology_levels(cluster)]
     return _obj(KUEUE_API, "Topology", _meta(k8s_name(cluster.name)), spec={"levels": levels})
@@ -173,6 +183,8 @@ def kai_topology(cluster: Cluster) -> Obj:
 
 
 def tenant_namespaces(cluster: Cluster, k8s: KubernetesSpec) -> list[Obj]:
+    """A namespace per leaf tenant, with its PodSecurity level and tenant label; with Volcano, the
+    annotation naming its tenant's queue (a PodGroup naming no queue lands there)."""
     level = k8s.pod_security
     objects = []
     for tenant in leaf_tenants(cluster):
@@ -180,9 +192,12 @@ def tenant_namespaces(cluster: Cluster, k8s: KubernetesSpec) -> list[Obj]:
             "pod-security.kubernetes.io/enforce": level,
             "pod-security.kubernetes.io/audit": "restricted",
             "pod-security.kubernetes.io/warn": "restricted",
-            "gpucluster.io/tenant": tenant.name,
+            TENANT_LABEL: tenant.name,
         }
-        objects.append(_obj("v1", "Namespace", _meta(namespace_of(tenant), labels=labels)))
+        extra: Obj = {"labels": labels}
+        if k8s.volcano.enabled:
+            extra["annotations"] = {VOLCANO_QUEUE_ANNOTATION: tenant.name}
+        objects.append(_obj("v1", "Namespace", _meta(namespace_of(tenant), **extra)))
     return objects
 
 
@@ -264,7 +279,7 @@ def resource_flavors(cluster: Cluster, k8s: KubernetesSpec) -> list[Obj]:
         spec: Obj = {"nodeLabels": {NODE_TYPE_LABEL: name, OWNER_LABEL: Owner.KUBERNETES.value}}
         if k8s.gpu_taint:
             spec["tolerations"] = [gpu_toleration()]
-        if has_topology(cluster):
+        if kueue_places_pods(cluster, k8s):
             spec["topologyName"] = k8s_name(cluster.name)
         objects.append(_obj(KUEUE_API, "ResourceFlavor", _meta(k8s_name(name)), spec=spec))
     return objects

@@ -11,6 +11,7 @@ from typing import Any
 
 from gpucluster import yamlout
 from gpucluster.cluster import Cluster
+from gpucluster.k8s import volcano
 from gpucluster.k8s.mirror import apply_mirror
 from gpucluster.k8s.model import KubernetesSpec
 from gpucluster.k8s.names import (
@@ -185,6 +186,23 @@ def kai_values(cluster: Cluster, k8s: KubernetesSpec) -> Values:
         "admission": {"cdi": k8s.gpu_operator.enabled},
     }
     apply_mirror("kai-scheduler", values, k8s.registry_mirror)
+    return values
+
+
+def volcano_values(cluster: Cluster, k8s: KubernetesSpec) -> Values:
+    """Volcano's chart: the scheduler configuration (gang, fair share, tenant queues, network
+    topology) and the admission webhooks and resource group that put every pod of a tenant
+    namespace on Volcano and in its tenant's queue (gpucluster.k8s.volcano)."""
+    view = pods_view(cluster)
+    custom: Values = {
+        "scheduler_config_override": yamlout.dump(volcano.scheduler_configuration(view, k8s), width=80),
+        "enabled_admissions": ",".join(volcano.ADMISSIONS),
+    }
+    admission = volcano.admission_configuration(view, k8s)
+    if admission:
+        custom["admission_config_override"] = yamlout.dump(admission, width=80)
+    values: Values = {"custom": custom}
+    apply_mirror("volcano", values, k8s.registry_mirror)
     return values
 
 

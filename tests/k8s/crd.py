@@ -31,6 +31,7 @@ CRD_DIRS = [
     "gpu-operator/v26.7.0/crds",
     "dra-driver-nvidia-gpu/0.4.1/crds",
     "network-operator/26.4.1/crds",
+    "volcano/1.15.1/crds",
 ]
 
 

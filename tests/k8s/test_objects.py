@@ -77,7 +77,7 @@ def test_core_objects_match_kubernetes_openapi(inventory: str) -> None:
 )
 def test_validator_refuses_bad_topology(mutate: object, expected: str) -> None:
     topology = next(
-        d for _, d in documents("superpod") if d["kind"] == "Topology" and "kueue" in d["apiVersion"]
+        d for _, d in documents("gke-prod") if d["kind"] == "Topology" and "kueue" in d["apiVersion"]
     )
     bad = copy.deepcopy(topology)
     mutate(bad)  # type: ignore[operator]

@@ -30,6 +30,7 @@ CHART_VALUES = {
     "dra-driver-nvidia-gpu": "dra-driver-nvidia-gpu/0.4.1/charts/dra-driver-nvidia-gpu/values.yaml",
     "kueue": "kueue/0.19.2/charts/kueue/values.yaml",
     "kai-scheduler": "kai-scheduler/v0.17.0/charts/kai-scheduler/values.yaml",
+    "volcano": "volcano/1.15.1/charts/volcano/values.yaml",
     "slurm-operator": "slinky/1.2.1/charts/slurm-operator/values.yaml",
     "slurm": "slinky/1.2.1/charts/slurm/values.yaml",
     "slurm-operator-crds": "slinky/1.2.1/charts/slurm-operator-crds/values.yaml",
