@@ -414,5 +414,12 @@ def render_helm(cluster: Cluster) -> dict[str, str]:
     comment = _header(cluster)
     files = {"helm/releases.yaml": dump([release_manifest(cluster, k8s)], comment)}
     for release in releases(cluster, k8s):
-        files[f"helm/values/{release.name}.yaml"] = dump([release.values], comment)
+        files[f"helm/values/{release.name}.yaml"] = values_file(release.values, comment)
     return files
+
+
+def values_file(values: dict[str, Any], comment: str) -> str:
+    """A Helm values file both Helm 3 and Helm 4 read as the same values: exactly one YAML document
+    and no document marker. Helm 4 reads a values file as a stream of documents (it merges them, and
+    refuses `--- {}`: "invalid Yaml document separator"), Helm 3 only its first document."""
+    return f"{comment}\n{yamlout.dump(values)}"
