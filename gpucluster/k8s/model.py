@@ -297,6 +297,35 @@ class NetworkOperatorSettings(Strict):
     )
 
 
+class TenantRbac(Strict):
+    """RoleBindings of each tenant namespace: the tenant's users' group (as the API server's
+    authenticator names groups) gets `cluster_role`, plus the roles Kueue and Volcano ship for
+    submitting their workloads."""
+
+    cluster_role: Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9.:]*[a-z0-9])?$")] = spec(
+        "ClusterRole bound in each tenant namespace (Kubernetes' `edit`: workloads, no RBAC or quota).",
+        Update.KUBERNETES,
+        default="edit",
+    )
+    group_prefix: str = spec(
+        "Prefix of group names in the cluster's authentication (e.g. `oidc:`): a tenant's users are the "
+        "group `<group_prefix><tenant name>`.",
+        Update.KUBERNETES,
+        default="",
+    )
+    bind_users: bool = spec(
+        "Also bind each of the tenant's `users` by name (`<user_prefix><user>`), for clusters whose "
+        "authentication gives no group per tenant.",
+        Update.KUBERNETES,
+        default=False,
+    )
+    user_prefix: str = spec(
+        "Prefix of user names in the cluster's authentication (e.g. `oidc:`), with bind_users.",
+        Update.KUBERNETES,
+        default="",
+    )
+
+
 class SlurmOnKubernetes(Strict):
     operator: Literal["slinky", "soperator"] = spec(
         "Slurm-on-Kubernetes implementation.", Update.KUBERNETES, default="slinky"
@@ -350,12 +379,18 @@ class KubernetesSpec(Strict):
         default="device-plugin",
     )
     gpu_taint: bool = spec(
-        "GPU nodes carry the `nvidia.com/gpu=present:NoSchedule` taint (flavors add the toleration).",
+        "GPU nodes carry the `nvidia.com/gpu=present:NoSchedule` taint: cloud pools are created with it, "
+        "and gpu_workloads puts it on every GPU node of the inventory (bare metal too), so only pods that "
+        "tolerate it land there (Kueue flavors, Volcano's tenant resource group, NodeSets and the node "
+        "daemons add the toleration).",
         Update.KUBERNETES,
         default=True,
     )
     pod_security: Literal["privileged", "baseline", "restricted"] = spec(
         "PodSecurity level enforced in tenant namespaces.", Update.KUBERNETES, default="baseline"
+    )
+    tenant_rbac: TenantRbac = spec(
+        "Who may use each tenant namespace.", Update.KUBERNETES, default_factory=lambda: TenantRbac()
     )
     cert_manager: CertManagerSettings = spec(
         "cert-manager.", Update.KUBERNETES, default_factory=CertManagerSettings

@@ -283,6 +283,12 @@ def object_files(cluster: Cluster, k8s: KubernetesSpec) -> list[ObjectFile]:
     namespaces = obj.tenant_namespaces(pods, k8s)
     if namespaces:
         files.append(ObjectFile("kubernetes/namespaces.yaml", "gpu_workloads", namespaces))
+        files.append(
+            ObjectFile("kubernetes/tenants/rbac.yaml", "gpu_workloads", obj.tenant_role_bindings(pods, k8s))
+        )
+        files.append(
+            ObjectFile("kubernetes/tenants/quotas.yaml", "gpu_workloads", obj.tenant_quotas(pods, k8s))
+        )
     if k8s.dra.enabled:
         files.append(
             ObjectFile("kubernetes/dra/device-classes.yaml", "gpu_workloads", obj.device_classes(pods))

@@ -19,6 +19,7 @@ from gpucluster.k8s.names import (
     KAI_NODE_POOL_LABEL,
     MANAGED_BY,
     NODESET_LABEL,
+    TENANT_LABEL,
     NodeSetGroup,
     k8s_name,
     nodeset_groups,
@@ -143,6 +144,11 @@ def kueue_configuration(cluster: Cluster, k8s: KubernetesSpec) -> Values:
         "metrics": {"bindAddress": ":8443", "enableClusterQueueResources": True},
         "webhook": {"port": 9443},
         "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
+        # Jobs without a queue name in the tenants' namespaces (only there: the pod-based integrations
+        # would otherwise take every Deployment of the cluster) are Kueue's too, and land in the
+        # namespace's `default` LocalQueue, on the tenant's quota (objects.local_queues).
+        "manageJobsWithoutQueueName": True,
+        "managedJobsNamespaceSelector": {"matchExpressions": [{"key": TENANT_LABEL, "operator": "Exists"}]},
         "integrations": {"frameworks": list(k8s.kueue.integrations)},
         "fairSharing": {"preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]},
     }

@@ -28,6 +28,7 @@ from gpucluster.k8s.names import (
     topology_levels,
 )
 from gpucluster.k8s.objects import (
+    DRA_DRIVER_GPU_CLASSES,
     Obj,
     device_class_name,
     flavor_shares,
@@ -64,9 +65,6 @@ TENANT_RESOURCE_GROUP = "gpucluster-tenants"
 # A sample image whose tag the GPU Operator's own tests use: the job lists the GPUs each pod got.
 SAMPLE_IMAGE = "nvcr.io/nvidia/cuda:12.6.0-base-ubuntu22.04"
 SAMPLE_JOB = "gpucluster-gang-sample"
-# DRA device classes the DRA driver creates that hand out GPUs: with DRA, a tenant's queue may use
-# none of them directly (its quota is on the per-node-type classes gpucluster makes).
-DRA_DRIVER_GPU_CLASSES = ("gpu.nvidia.com", "mig.nvidia.com", "vfio.gpu.nvidia.com")
 
 Resources = dict[str, Any]
 

@@ -14,12 +14,14 @@ The model supplies only what no rendered file says: how many GPUs a node type ha
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import kubernetes_validate
 import pytest
 import yaml
 
@@ -478,24 +480,41 @@ def test_kai_pool_label_is_one_no_shard_serves(inventory: str) -> None:
     assert pools <= {KAI_UNSERVED_POOL}
 
 
-def test_the_role_cleans_nodes_handed_back_to_kubernetes() -> None:
-    """Node patches are strategic merges (a JSON merge patch would replace every taint of the node);
-    a node handed back to Kubernetes (owner label rewritten, NodeSet label left) loses the owner taint,
-    its NodeSet label and KAI's unserved node pool, which a patch can only add."""
+def test_the_role_keeps_other_taints_and_cleans_nodes_handed_back_to_kubernetes() -> None:
+    """Node.spec.taints is an atomic list (Kubernetes 1.34 OpenAPI): a patch carrying it replaces every
+    taint of the node. So the node patch is a strategic merge of metadata only, and the rendered taints
+    are added one by one (k8s_taint, which keeps the others); a node handed back to Kubernetes (owner
+    label rewritten, NodeSet label left) loses the owner taint, its NodeSet label and KAI's unserved
+    node pool, which a patch can only add."""
+    schema = json.loads(
+        (
+            Path(kubernetes_validate.__file__).parent
+            / "kubernetes-json-schema/v1.34.0-local-strict/nodespec-v1.json"
+        ).read_text()
+    )
+    assert schema["properties"]["taints"]["x-kubernetes-list-type"] == "atomic"
     tasks = yaml.safe_load((REPO / "roles/gpu_workloads/tasks/apply.yml").read_text())
-    patch = next(t for t in tasks if t.get("kubernetes.core.k8s", {}).get("src"))
-    assert patch["kubernetes.core.k8s"]["merge_type"] == "strategic-merge"
+    patch = tasks[0]["kubernetes.core.k8s"]
+    assert patch["merge_type"] == "strategic-merge" and "src" not in patch
+    definition = tasks[0]["vars"]["gpu_workloads_node_patches"]
+    assert "map(attribute='metadata')" in definition and "spec" not in definition
+    taint = tasks[1]["kubernetes.core.k8s_taint"]
+    assert (taint["state"], taint["replace"], taint["taints"]) == (
+        "present",
+        True,
+        "{{ gpu_workloads_node.spec.taints }}",
+    )
     find = next(t for t in tasks if "kubernetes.core.k8s_info" in t)
     assert find["kubernetes.core.k8s_info"]["label_selectors"] == [
         f"{OWNER_LABEL}={KUBERNETES}",
         NODESET_LABEL,
     ]
-    lift = next(t for t in tasks if "kubernetes.core.k8s_taint" in t)
+    lift = next(t for t in tasks if t.get("kubernetes.core.k8s_taint", {}).get("state") == "absent")
     assert lift["kubernetes.core.k8s_taint"]["state"] == "absent"
     assert lift["kubernetes.core.k8s_taint"]["taints"] == [
         {"key": OWNER_TAINT_KEY, "effect": OWNER_TAINT_EFFECT}
     ]
-    drop = next(t for t in tasks if "definition" in t.get("kubernetes.core.k8s", {}))
+    drop = next(t for t in tasks if isinstance(t.get("kubernetes.core.k8s", {}).get("definition"), dict))
     labels = drop["kubernetes.core.k8s"]["definition"]["metadata"]["labels"]
     assert all(text in labels for text in (NODESET_LABEL, KAI_NODE_POOL_LABEL, f"'{KAI_UNSERVED_POOL}'"))
 

@@ -76,8 +76,15 @@ def test_kueue_queues_carry_the_kubernetes_numbers(inventory: str) -> None:
     numbers = _numbers(inventory, Owner.KUBERNETES)
     present, leaves = _in_kubernetes(inventory)
     queues = _objects(inventory, "ClusterQueue")
-    local = _objects(inventory, "LocalQueue")
-    assert set(queues) == leaves == set(local)
+    # Per tenant namespace: a LocalQueue of the tenant's name and `default` (jobs naming no queue).
+    local = {
+        (d["metadata"]["namespace"], d["metadata"]["name"]): d["spec"]["clusterQueue"]
+        for _, d in documents(inventory)
+        if d["kind"] == "LocalQueue"
+    }
+    namespace_of = {name: tenants_ns(inventory, name) for name in leaves}
+    assert set(queues) == leaves
+    assert set(local) == {(namespace_of[n], q) for n in leaves for q in (n, "default")}
     tenants = cluster_of(inventory).tenants_by_name
     for name in leaves:
         gpus = numbers.get(name, GpuQuota())
@@ -86,9 +93,14 @@ def test_kueue_queues_carry_the_kubernetes_numbers(inventory: str) -> None:
         assert _quantity_sum(queue, "borrowingLimit") == gpus.effective_limit - gpus.quota
         assert queue["spec"]["fairSharing"]["weight"] == tenants[name].fairshare
         assert queue["spec"]["cohortName"] == (tenants[name].parent or k8s.kueue.cohort)
-        assert local[name]["spec"]["clusterQueue"] == name
+        assert local[(namespace_of[name], name)] == local[(namespace_of[name], "default")] == name
     cohorts = _objects(inventory, "Cohort")
     assert set(cohorts) == ({k8s.kueue.cohort} | (present - leaves) if present else set())
+
+
+def tenants_ns(inventory: str, name: str) -> str:
+    tenant = cluster_of(inventory).tenants_by_name[name]
+    return tenant.namespace or tenant.name
 
 
 def test_kai_queues_carry_the_kubernetes_numbers(inventory: str) -> None:
