@@ -24,7 +24,29 @@ MIN_KUBE_DRA = (1, 34)  # resource.k8s.io/v1 (DeviceClass, ResourceClaimTemplate
 MIN_KUBE_CHARTS = (1, 29)  # kubeVersion of the Kueue and Slinky charts
 COMPUTE_DOMAIN_MIN_DRIVER = (570, 158, 1)
 MAX_TOPOLOGY_LEVELS = 16  # Kueue Topology.spec.levels maxItems
-SLURM_AUTODETECT_NVIDIA = (24, 11)  # gres.conf AutoDetect=nvidia, which Slinky's slurmd pods use
+# Oldest Slurm each Slinky minor release runs, and the Slurm of the images its `slurm` chart ships:
+# the compatibility matrix of slurm-operator's README (1.0-1.2: Slurm 25.11, data parser v0.0.44;
+# the charts' images: 1.0.5 and 1.1.2 25.11, 1.2.1 26.05), and the 1.3 release candidates' notes
+# (Slurm 26.05). Every row is past what GPU NodeSets need besides (gres.conf AutoDetect=nvidia: 24.11).
+SLINKY_SLURM = {
+    (1, 0): ((25, 11), "25.11"),
+    (1, 1): ((25, 11), "25.11"),
+    (1, 2): ((25, 11), "26.05"),
+    (1, 3): ((26, 5), "26.05"),
+}
+
+
+def slinky_slurm_range(pin: str) -> tuple[tuple[int, int], str]:
+    """(oldest Slurm, Slurm of the images) of a Slinky chart version; a release newer than the
+    table is held to its newest row."""
+    parts = _version(pin.removeprefix("v").split("-")[0]) or (0, 0)
+    release = (parts[0], parts[1] if len(parts) > 1 else 0)
+    known = [key for key in sorted(SLINKY_SLURM) if key <= release]
+    return SLINKY_SLURM[known[-1] if known else min(SLINKY_SLURM)]
+
+
+def _dotted(version: tuple[int, int]) -> str:
+    return f"{version[0]}.{version[1]:02d}"
 
 
 def _version(text: str) -> tuple[int, ...] | None:
@@ -271,16 +293,21 @@ class _KubernetesChecker:
                         "slurm-on-kubernetes nodes run only Slurm's slurmd pods, but kubernetes.slurm "
                         "(Slinky or Soperator) is not configured",
                     )
-        if (
-            slurm is not None
-            and slurm.operator == "slinky"
-            and cluster.gpus_of(slurm_pod_hosts)
-            and cluster.version < SLURM_AUTODETECT_NVIDIA
-        ):
+        if slurm is not None and slurm.operator == "slinky" and slurm_pod_hosts:
+            self.check_slinky_slurm_version()
+
+    def check_slinky_slurm_version(self) -> None:
+        """The Slurm release the inventory targets is one the pinned Slinky charts run: their images
+        and data parser are of a given Slurm (README compatibility matrix). One problem, at the key
+        to change."""
+        pin = self.k8s.versions.slinky_slurm.version
+        needed, images = slinky_slurm_range(pin)
+        if self.cluster.version < needed:
             self.fail_outside(
                 ["slurm", "version"],
-                f"Slinky's slurmd pods find their GPUs with gres.conf AutoDetect=nvidia, which needs "
-                f"Slurm >= 24.11 (this inventory targets {cluster.spec.slurm.version})",
+                f"Slinky {pin} (kubernetes.versions.slinky_slurm) runs Slurm {_dotted(needed)} and newer "
+                f"(its images ship Slurm {images}); this inventory targets {self.cluster.spec.slurm.version}: "
+                f"set cluster.slurm.version to {_dotted(needed)} or newer",
             )
 
     def check_names(self) -> None:
