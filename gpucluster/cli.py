@@ -47,9 +47,12 @@ DIRECTORY_COMPLETION = {"bash": "_shtab_compgen_dirs", "zsh": "_files -/"}
 
 
 def _load(inventory: Path) -> Cluster:
-    from gpucluster.layers import load_cluster
+    from gpucluster.layers import layer_warnings, load_cluster
 
-    return load_cluster(inventory)
+    cluster = load_cluster(inventory)
+    for problem in layer_warnings(cluster):
+        err(f"warning: {problem}")
+    return cluster
 
 
 def validate(args: argparse.Namespace) -> int:

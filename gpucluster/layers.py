@@ -36,6 +36,9 @@ class Layer:
     model: str  # "module:Class" validating the section
     checks: str  # "module:function" run after the core checks
     renderers: dict[str, str] = field(default_factory=dict)  # output folder -> "module:function"
+    warnings: str | None = None  # "module:function": what is valid but worth a word (Problem list)
+    summary: str | None = None  # "module:function": its entry in `show --json`
+    summary_table: str | None = None  # "module:function": its table in `show`
 
 
 LAYERS = (
@@ -49,6 +52,9 @@ LAYERS = (
             "kubernetes": "gpucluster.k8s.render:render_kubernetes",
             "helm": "gpucluster.k8s.render:render_helm",
         },
+        "gpucluster.k8s.checks:kubernetes_warnings",
+        "gpucluster.k8s.summary:summary",
+        "gpucluster.k8s.summary:summary_table",
     ),
     # After kubernetes: the cloud checks read the Kubernetes section (who owns the GPU driver).
     Layer(
@@ -126,6 +132,24 @@ def _load_cluster(directory: str | Path) -> Cluster:
 
 def layers_of(cluster: Cluster) -> list[Layer]:
     return [layer for layer in LAYERS if getattr(cluster.spec, layer.key) is not None]
+
+
+def layer_warnings(cluster: Cluster) -> list[Problem]:
+    """What the layers of a valid cluster find worth a warning (printed, never an exit code)."""
+    found: list[Problem] = []
+    for layer in layers_of(cluster):
+        if layer.warnings:
+            found += _load(layer.warnings)(cluster)
+    return sorted(set(found), key=lambda p: (p.file, p.line or 0, p.path, p.message))
+
+
+def layer_summaries(cluster: Cluster) -> dict[str, Any]:
+    """Section key -> what `show --json` says of each layer that has something to say."""
+    return {layer.key: _load(layer.summary)(cluster) for layer in layers_of(cluster) if layer.summary}
+
+
+def layer_tables(cluster: Cluster) -> list[str]:
+    return [_load(layer.summary_table)(cluster) for layer in layers_of(cluster) if layer.summary_table]
 
 
 def renderers(cluster: Cluster) -> dict[str, Renderer]:

@@ -16,6 +16,7 @@ from typing import Any
 from gpucluster.cluster import Cluster
 from gpucluster.console import Tree, table
 from gpucluster.hostlists import compress
+from gpucluster.layers import layer_summaries, layer_tables
 from gpucluster.modelbase import Owner
 from gpucluster.resolved import resolved_view
 from gpucluster.slurm.accounts import fair_shares
@@ -199,6 +200,7 @@ def show(cluster: Cluster) -> str:
         ]
         parts.append(table("NVLink blocks", ("block", "nodes", "GPUs", "hosts"), blocks))
     parts.append(fleet_table(cluster))
+    parts += layer_tables(cluster)
     if spec.tenants:
         parts.append(tenant_table(cluster))
     if spec.qos:
@@ -241,7 +243,13 @@ def fleet(cluster: Cluster) -> dict[str, Any]:
         }
         for tenant in cluster.spec.tenants
     }
-    return {"cluster": cluster.name, "gpus": cluster.total_gpus, "owners": owners, "tenants": tenants}
+    return {
+        "cluster": cluster.name,
+        "gpus": cluster.total_gpus,
+        "owners": owners,
+        "tenants": tenants,
+        **layer_summaries(cluster),
+    }
 
 
 def as_json(cluster: Cluster) -> dict[str, Any]:

@@ -8,9 +8,14 @@ The catalogue keeps only what the tests under tests/k8s validate against:
                                x-kubernetes-validations (CEL rules and their messages), but without
                                description/title/example/externalDocs
   charts/<name>/values.yaml    the chart's values.yaml re-dumped (no comments; keys, defaults, images)
+  charts/<name>/values.schema.json  the chart's JSON Schema of its values, where upstream has one
+                               (Helm validates values against it), re-dumped (sorted keys)
   charts/<name>/Chart.yaml     name, version, appVersion (and dependencies) of the chart
-  SOURCE.yaml                  project, upstream repository, tag, SPDX license, and the source file
-                               (with its sha256) of every file above
+  SOURCE.yaml                  project, upstream repository, tag (and commit), SPDX license, and the
+                               source file (with its sha256) of every file above
+
+The files come from a folder laid out as described in --help, or straight from a git clone of the
+upstream repository at the release tag (--git), read with `git show` at the paths of PROJECTS.
 
 Output is deterministic (sorted keys, no anchors/aliases) and written atomically; files of the
 project/version folder that are no longer generated are removed.
@@ -20,8 +25,11 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import re
+import subprocess
 import sys
+import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,7 +63,11 @@ PROJECTS: dict[str, dict[str, Any]] = {
         "license": "Apache-2.0",
         "paths": {
             "crds": "config/crd/bases",
-            "charts": {"slurm": "helm/slurm", "slurm-operator": "helm/slurm-operator"},
+            "charts": {
+                "slurm": "helm/slurm",
+                "slurm-operator": "helm/slurm-operator",
+                "slurm-operator-crds": "helm/slurm-operator-crds",
+            },
         },
     },
     "gpu-operator": {
@@ -74,6 +86,28 @@ PROJECTS: dict[str, dict[str, Any]] = {
             "charts": {"dra-driver-nvidia-gpu": "deployments/helm/dra-driver-nvidia-gpu"},
         },
     },
+    "volcano": {
+        "repository": "https://github.com/volcano-sh/volcano",
+        "license": "Apache-2.0",
+        "paths": {
+            "crds": "config/crd/volcano/bases",
+            "charts": {"volcano": "installer/helm/chart/volcano"},
+        },
+    },
+    "network-operator": {
+        "repository": "https://github.com/Mellanox/network-operator",
+        "license": "Apache-2.0",
+        "paths": {
+            "crds": "deployment/network-operator/crds",
+            "charts": {"network-operator": "deployment/network-operator"},
+        },
+    },
+    # gpucluster renders no cert-manager object: only the chart (values and their JSON Schema).
+    "cert-manager": {
+        "repository": "https://github.com/cert-manager/cert-manager",
+        "license": "Apache-2.0",
+        "paths": {"charts": {"cert-manager": "deploy/charts/cert-manager"}},
+    },
 }
 
 # Schema keywords that are prose only: the API server never validates with them.
@@ -91,11 +125,17 @@ SOURCE_DIR is one of:
       <project>/<version>/<chart dir>/Chart.yaml, values.yaml   one folder per chart (any name)
   every <project>/<version> found is converted (or only those named with --only);
 
+  a git clone of the upstream repository, given with --git REPO --project P --version V: the files
+      are read at the release tag (--tag, default V with a leading v) from the paths of the project in
+      this script's PROJECTS table (see SOURCE.yaml's upstream_paths), and SOURCE.yaml records the
+      commit and each file's path in the repository; SOURCE_DIR is not given then;
+
   one release, given with --project and --version, e.g. after
       helm pull oci://registry.k8s.io/kueue/charts/kueue --version 0.19.2 --untar --untardir SRC
       (and the release's CRD files copied into SRC/crds/):
       SRC/crds/*.yaml                         CRD files (a bundle with other kinds of objects is fine)
       SRC/<chart>/Chart.yaml, values.yaml     charts as `helm pull --untar` leaves them
+                                              (and values.schema.json where the chart has one)
                                               (CRDs in SRC/<chart>/crds/ are read too)
 
 The chart version recorded is the release's version (the <version> folder name, or --version) when
@@ -240,6 +280,11 @@ def transform_values(values: Any) -> Any:
     return {} if values is None else values
 
 
+def transform_values_schema(schema: Any) -> str:
+    """values.schema.json as Helm reads it (JSON Schema, kept whole), dumped deterministically."""
+    return json.dumps(schema, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
 @dataclass
 class Release:
     project: str
@@ -250,6 +295,24 @@ class Release:
     license: str
     paths: dict[str, Any] = field(default_factory=dict)
     keep_chart_versions: bool = False
+    commit: str | None = None  # set when read from a git clone at the tag
+    # In a git clone, the release's files sit at their upstream paths (root/<paths>): only those
+    # folders are read. Otherwise the folder layout of --help: root/crds and root/<chart dir>.
+    upstream_layout: bool = False
+
+    def crd_dirs(self) -> list[Path]:
+        if self.upstream_layout:
+            own = [self.root / self.paths["crds"]] if self.paths.get("crds") else []
+        else:
+            own = [self.root / "crds"]
+        return own + [c.parent / "crds" for c in self.chart_files()]
+
+    def chart_files(self) -> list[Path]:
+        """Chart.yaml of every chart of the release (not subcharts)."""
+        if self.upstream_layout:
+            found = [self.root / d / "Chart.yaml" for d in self.paths.get("charts", {}).values()]
+            return sorted(p for p in found if p.is_file())
+        return _charts(self.root)
 
 
 def _sha256(path: Path) -> str:
@@ -266,8 +329,7 @@ def build(release: Release) -> dict[str, str]:
     """Relative path (in the project/version folder) -> file text."""
     files: dict[str, str] = {}
     sources: dict[str, dict[str, str]] = {}
-    crd_dirs = [release.root / "crds"] + [c.parent / "crds" for c in _charts(release.root)]
-    for folder in crd_dirs:
+    for folder in release.crd_dirs():
         for path in _yaml_files(folder):
             for doc in _load_all(path):
                 if not isinstance(doc, dict) or doc.get("kind") != "CustomResourceDefinition":
@@ -282,7 +344,7 @@ def build(release: Release) -> dict[str, str]:
                 if name not in files:
                     files[name] = text
                     sources[name] = _source(release, path)
-    for chart_file in _charts(release.root):
+    for chart_file in release.chart_files():
         chart = _load_all(chart_file)[0]
         meta = transform_chart(chart, None if release.keep_chart_versions else release.version)
         name = meta["name"]
@@ -295,6 +357,14 @@ def build(release: Release) -> dict[str, str]:
             values = _load_all(values_file)
             files[f"charts/{name}/values.yaml"] = dump(transform_values(values[0] if values else None))
             sources[f"charts/{name}/values.yaml"] = _source(release, values_file)
+        schema_file = chart_file.parent / "values.schema.json"
+        if schema_file.exists():
+            try:
+                schema = json.loads(schema_file.read_text())
+            except ValueError as error:
+                raise SystemExit(f"{schema_file}: not JSON: {error}") from None
+            files[f"charts/{name}/values.schema.json"] = transform_values_schema(schema)
+            sources[f"charts/{name}/values.schema.json"] = _source(release, schema_file)
     if not files:
         raise SystemExit(f"{release.root}: no CRD and no chart found (see --help for the layout)")
     record: dict[str, Any] = {
@@ -306,6 +376,8 @@ def build(release: Release) -> dict[str, str]:
         "generated_by": "scripts/refresh_schemas.py",
         "files": sources,
     }
+    if release.commit:
+        record["commit"] = release.commit
     if release.paths:
         record["upstream_paths"] = release.paths
     files["SOURCE.yaml"] = dump(record)
@@ -349,7 +421,58 @@ def _is_release(folder: Path) -> bool:
     return (folder / "crds").is_dir() or bool(_charts(folder))
 
 
-def find_releases(source: Path, args: argparse.Namespace) -> list[Release]:
+# --- a git clone of the upstream repository -------------------------------------------------------
+
+# Files of a chart folder the catalogue reads (CRDs in its crds/ folder as well).
+CHART_FILES = ("Chart.yaml", "values.yaml", "values.schema.json")
+
+
+def _git(repo: Path, *args: str) -> bytes:
+    result = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, check=False)
+    if result.returncode != 0:
+        raise SystemExit(f"{repo}: git {' '.join(args)}: {result.stderr.decode().strip()}")
+    return result.stdout
+
+
+def _git_files(repo: Path, commit: str, folder: str) -> dict[str, str]:
+    """path -> mode of the files directly in a folder at the commit (empty when there is none)."""
+    listing = _git(repo, "ls-tree", "-z", commit, "--", f"{folder}/")
+    files = {}
+    for item in listing.split(b"\0"):
+        if item:
+            meta, path = item.decode().split("\t", 1)
+            mode, kind, _ = meta.split()
+            if kind == "blob":
+                files[path] = mode
+    return files
+
+
+def export_from_git(repo: Path, tag: str, paths: dict[str, Any], target: Path) -> str:
+    """Copy the release's files from the clone at the tag into target, at their upstream paths:
+    the CRD folder of `paths`, and of each chart folder its CHART_FILES and crds/*.yaml. Returns the
+    commit. Symbolic links are skipped (a chart's link to a CRD folder elsewhere in the repository:
+    that folder is read itself, as `crds`)."""
+    commit = _git(repo, "rev-parse", "--verify", f"{tag}^{{commit}}").decode().strip()
+    crd_folders = [paths["crds"]] if paths.get("crds") else []
+    crd_folders += [f"{chart}/crds" for chart in paths.get("charts", {}).values()]
+    wanted: dict[str, str] = {}
+    for folder in crd_folders:
+        wanted.update(
+            {p: m for p, m in _git_files(repo, commit, folder).items() if p.endswith((".yaml", ".yml"))}
+        )
+    for chart in paths.get("charts", {}).values():
+        present = _git_files(repo, commit, chart)
+        wanted.update({p: present[p] for p in (f"{chart}/{name}" for name in CHART_FILES) if p in present})
+    for path, mode in sorted(wanted.items()):
+        if mode == "120000":
+            continue
+        destination = target / path
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        destination.write_bytes(_git(repo, "show", f"{commit}:{path}"))
+    return commit
+
+
+def find_releases(source: Path | None, args: argparse.Namespace) -> list[Release]:
     def make(project: str, version: str, root: Path) -> Release:
         known = PROJECTS.get(project, {})
         repository = args.repository or known.get("repository")
@@ -360,6 +483,16 @@ def find_releases(source: Path, args: argparse.Namespace) -> list[Release]:
         paths = known.get("paths", {})
         return Release(project, version, root, tag, repository, license_id, paths, args.keep_chart_versions)
 
+    if args.git:
+        if source is not None:
+            raise SystemExit("give SOURCE_DIR or --git, not both")
+        if not (args.project and args.version):
+            raise SystemExit("--git needs --project and --version")
+        if not PROJECTS.get(args.project, {}).get("paths"):
+            raise SystemExit(f"{args.project}: not in PROJECTS: its upstream paths are unknown")
+        return [make(args.project, args.version, Path())]
+    if source is None:
+        raise SystemExit("give SOURCE_DIR (or --git REPO); see --help")
     if args.project or args.version:
         if not (args.project and args.version):
             raise SystemExit("--project and --version go together")
@@ -379,6 +512,14 @@ def find_releases(source: Path, args: argparse.Namespace) -> list[Release]:
     return releases
 
 
+def convert(release: Release, out: Path) -> None:
+    files = build(release)
+    removed = write_release(out, release, files)
+    size = sum(len(text.encode()) for text in files.values())
+    print(f"{release.project}/{release.version}: {len(files)} files, {size} bytes", end="")
+    print(f" (removed {', '.join(removed)})" if removed else "")
+
+
 def main(argv: Iterable[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="refresh_schemas.py",
@@ -386,7 +527,7 @@ def main(argv: Iterable[str] | None = None) -> int:
         epilog=HELP_LAYOUT,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("source", type=Path, metavar="SOURCE_DIR")
+    parser.add_argument("source", type=Path, metavar="SOURCE_DIR", nargs="?")
     parser.add_argument(
         "--out",
         type=Path,
@@ -394,6 +535,9 @@ def main(argv: Iterable[str] | None = None) -> int:
         help="catalogue folder (default: schemas/ of this repository)",
     )
     parser.add_argument("--only", action="append", metavar="PROJECT", help="convert only this project")
+    parser.add_argument(
+        "--git", type=Path, metavar="REPO", help="read the release from this git clone at its tag"
+    )
     parser.add_argument("--project", help="SOURCE_DIR is one release of this project (e.g. kueue)")
     parser.add_argument("--version", help="that release's version, the catalogue folder name (e.g. 0.19.2)")
     parser.add_argument("--tag", help="upstream git tag (default: the version, with a leading v)")
@@ -405,14 +549,19 @@ def main(argv: Iterable[str] | None = None) -> int:
         help="record Chart.yaml's version/appVersion as they are, even if not the release's version",
     )
     args = parser.parse_args(list(argv) if argv is not None else None)
-    if not args.source.is_dir():
+    if args.source is not None and not args.source.is_dir():
         parser.error(f"{args.source} is not a folder")
+    if args.git is not None and not args.git.is_dir():
+        parser.error(f"{args.git} is not a folder")
     for release in find_releases(args.source, args):
-        files = build(release)
-        removed = write_release(args.out, release, files)
-        size = sum(len(text.encode()) for text in files.values())
-        print(f"{release.project}/{release.version}: {len(files)} files, {size} bytes", end="")
-        print(f" (removed {', '.join(removed)})" if removed else "")
+        if args.git is None:
+            convert(release, args.out)
+            continue
+        with tempfile.TemporaryDirectory(prefix="refresh-schemas-") as tmp:
+            release.root = Path(tmp)
+            release.upstream_layout = True
+            release.commit = export_from_git(args.git, release.tag, release.paths, release.root)
+            convert(release, args.out)
     return 0
 
 

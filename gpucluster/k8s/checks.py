@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING
 
 from gpucluster.errors import Problem, format_path
 from gpucluster.k8s.model import KubernetesSpec, kubernetes_of
-from gpucluster.k8s.names import ADDON_NAMESPACES, topology_levels
+from gpucluster.k8s.names import ADDON_NAMESPACES, hypernode_domains, topology_levels
+from gpucluster.k8s.owners import pods_view
 from gpucluster.modelbase import Owner
 
 if TYPE_CHECKING:  # the cluster module calls check_kubernetes; keep this import type-only
@@ -23,6 +24,29 @@ MIN_KUBE_DRA = (1, 34)  # resource.k8s.io/v1 (DeviceClass, ResourceClaimTemplate
 MIN_KUBE_CHARTS = (1, 29)  # kubeVersion of the Kueue and Slinky charts
 COMPUTE_DOMAIN_MIN_DRIVER = (570, 158, 1)
 MAX_TOPOLOGY_LEVELS = 16  # Kueue Topology.spec.levels maxItems
+# Oldest Slurm each Slinky minor release runs, and the Slurm of the images its `slurm` chart ships:
+# the compatibility matrix of slurm-operator's README (1.0-1.2: Slurm 25.11, data parser v0.0.44;
+# the charts' images: 1.0.5 and 1.1.2 25.11, 1.2.1 26.05), and the 1.3 release candidates' notes
+# (Slurm 26.05). Every row is past what GPU NodeSets need besides (gres.conf AutoDetect=nvidia: 24.11).
+SLINKY_SLURM = {
+    (1, 0): ((25, 11), "25.11"),
+    (1, 1): ((25, 11), "25.11"),
+    (1, 2): ((25, 11), "26.05"),
+    (1, 3): ((26, 5), "26.05"),
+}
+
+
+def slinky_slurm_range(pin: str) -> tuple[tuple[int, int], str]:
+    """(oldest Slurm, Slurm of the images) of a Slinky chart version; a release newer than the
+    table is held to its newest row."""
+    parts = _version(pin.removeprefix("v").split("-")[0]) or (0, 0)
+    release = (parts[0], parts[1] if len(parts) > 1 else 0)
+    known = [key for key in sorted(SLINKY_SLURM) if key <= release]
+    return SLINKY_SLURM[known[-1] if known else min(SLINKY_SLURM)]
+
+
+def _dotted(version: tuple[int, int]) -> str:
+    return f"{version[0]}.{version[1]:02d}"
 
 
 def _version(text: str) -> tuple[int, ...] | None:
@@ -46,6 +70,7 @@ class _KubernetesChecker:
         self.problems.append(self.file.problem(format_path(["cluster", *parts]), message))
 
     def run(self) -> list[Problem]:
+        self.check_gang_scheduler()
         self.check_versions()
         self.check_allocation()
         self.check_nfd()
@@ -57,6 +82,41 @@ class _KubernetesChecker:
         self.check_topology()
         self.check_storage()
         return self.problems
+
+    def check_gang_scheduler(self) -> None:
+        """One gang scheduler binds the pods of the Kubernetes-owned GPU nodes: KAI and Volcano would
+        both place pods on the same GPUs, each counting only its own (the double scheduling that one
+        owner per node exists to prevent)."""
+        k8s = self.k8s
+        if k8s.kai.enabled and k8s.volcano.enabled:
+            self.fail(
+                ["volcano", "enabled"],
+                "KAI (kubernetes.kai.enabled) and Volcano are both enabled: two schedulers would bind "
+                "pods on the same GPUs; choose one gang scheduler for the Kubernetes-owned nodes "
+                "(Kueue may admit in front of either)",
+            )
+        if not k8s.volcano.enabled:
+            return
+        reserved = {"root", "default"} | {t.name for t in self.cluster.spec.tenants}
+        if k8s.volcano.parent_queue in reserved:
+            self.fail(
+                ["volcano", "parent_queue"],
+                f"queue `{k8s.volcano.parent_queue}` is Volcano's own (root, default) or a tenant's",
+            )
+        for index, tenant in enumerate(self.cluster.spec.tenants):
+            if tenant.name in ("root", "default"):
+                self.fail_outside(
+                    ["tenants", index, "name"],
+                    f"`{tenant.name}` is a queue Volcano makes itself; give the tenant another name",
+                )
+        if k8s.volcano.network_topology:
+            for name, units in sorted(hypernode_domains(pods_view(self.cluster)).items()):
+                if len(units) > 1:
+                    self.fail_outside(
+                        ["fabric"],
+                        f"{' and '.join(units)} would both be the Volcano HyperNode `{name}`: rename "
+                        "one, or set kubernetes.volcano.network_topology: false",
+                    )
 
     def check_storage(self) -> None:
         """A filesystem's Kubernetes volume needs Slurm on Kubernetes to mount it; Soperator's charts
@@ -205,7 +265,12 @@ class _KubernetesChecker:
         if len(cluster.owner_of) < len(cluster.node_type_of):
             return  # some nodes have no owner: the core checks said so, guessing here would only add noise
         pod_gpus = cluster.gpus_of(cluster.hosts_owned_by(Owner.KUBERNETES))
-        for key, name, enabled in (("kueue", "Kueue", k8s.kueue.enabled), ("kai", "KAI", k8s.kai.enabled)):
+        schedulers = (
+            ("kueue", "Kueue", k8s.kueue.enabled),
+            ("kai", "KAI", k8s.kai.enabled),
+            ("volcano", "Volcano", k8s.volcano.enabled),
+        )
+        for key, name, enabled in schedulers:
             if enabled and not pod_gpus:
                 self.fail(
                     [key, "enabled"],
@@ -228,16 +293,22 @@ class _KubernetesChecker:
                         "slurm-on-kubernetes nodes run only Slurm's slurmd pods, but kubernetes.slurm "
                         "(Slinky or Soperator) is not configured",
                     )
-        if (
-            slurm is not None
-            and slurm.operator == "slinky"
-            and cluster.gpus_of(slurm_pod_hosts)
-            and not cluster.release.autodetect_nvidia  # gres.conf AutoDetect=nvidia, which Slinky's slurmd pods use
-        ):
+        if slurm is not None and slurm.operator == "slinky" and slurm_pod_hosts:
+            self.check_slinky_slurm_version()
+
+    def check_slinky_slurm_version(self) -> None:
+        """The Slurm release the inventory targets is one the pinned Slinky charts run: their images
+        and data parser are of a given Slurm (README compatibility matrix). One problem, at the key
+        to change."""
+        pin = self.k8s.versions.slinky_slurm.version
+        needed, images = slinky_slurm_range(pin)
+        target = self.cluster.version
+        if (target.year, target.month) < needed:
             self.fail_outside(
                 ["slurm", "version"],
-                f"Slinky's slurmd pods find their GPUs with gres.conf AutoDetect=nvidia, which needs "
-                f"Slurm >= 24.11 (this inventory targets {cluster.spec.slurm.version})",
+                f"Slinky {pin} (kubernetes.versions.slinky_slurm) runs Slurm {_dotted(needed)} and newer "
+                f"(its images ship Slurm {images}); this inventory targets {self.cluster.spec.slurm.version}: "
+                f"set cluster.slurm.version to {_dotted(needed)} or newer",
             )
 
     def check_names(self) -> None:
@@ -292,3 +363,26 @@ def check_kubernetes(cluster: Cluster) -> list[Problem]:
     if k8s is None:
         return []
     return _KubernetesChecker(cluster, k8s).run()
+
+
+def kubernetes_warnings(cluster: Cluster) -> list[Problem]:
+    """What a valid `kubernetes:` section may not mean to do (printed as warnings, exit code 0)."""
+    k8s = kubernetes_of(cluster)
+    if k8s is None:
+        return []
+    file = cluster.inventory.cluster_file
+    warnings: list[Problem] = []
+    served = "deployment" in k8s.kueue.integrations
+    if k8s.kueue.enabled and not served:
+        tenants = [t for t in cluster.spec.tenants if pods_view(cluster).quota(t.name).effective_limit]
+        if tenants:
+            names = ", ".join(t.name for t in tenants)
+            warnings.append(
+                file.problem(
+                    "cluster.kubernetes.kueue.integrations",
+                    f"no integration covers Deployments: the servers of {names} (tenants with Kubernetes "
+                    "GPUs) bypass their quotas in Kueue; add `deployment` (and `statefulset`, "
+                    "`leaderworkerset.x-k8s.io/leaderworkerset` for serving)",
+                )
+            )
+    return warnings

@@ -16,16 +16,15 @@ KeyPath = tuple[str, ...]
 # release -> values key path -> default image repository (registry/path) of the published chart.
 IMAGE_KEYS: dict[str, dict[KeyPath, str]] = {
     "cert-manager": {
-        ("image", "repository"): "quay.io/jetstack/cert-manager-controller",
-        ("webhook", "image", "repository"): "quay.io/jetstack/cert-manager-webhook",
-        ("cainjector", "image", "repository"): "quay.io/jetstack/cert-manager-cainjector",
-        ("acmesolver", "image", "repository"): "quay.io/jetstack/cert-manager-acmesolver",
-        ("startupapicheck", "image", "repository"): "quay.io/jetstack/cert-manager-startupapicheck",
+        # Since v1.20 every image is <imageRegistry>/<imageNamespace>/<name> (image.repository empty).
+        ("imageRegistry",): "quay.io",
     },
     "network-operator": {
-        ("operator", "repository"): "nvcr.io/nvidia/mellanox",
+        ("operator", "repository"): "nvcr.io/nvidia/cloud-native",
         ("operator", "ofedDriver", "initContainer", "repository"): "nvcr.io/nvidia/mellanox",
         ("node-feature-discovery", "image", "repository"): "nvcr.io/nvidia/mellanox/node-feature-discovery",
+        # Subchart, installed only with maintenanceOperator.enabled (gpucluster leaves it off).
+        ("maintenance-operator-chart", "operator", "image", "repository"): "nvcr.io/nvidia/mellanox",
     },
     "gpu-operator": {
         ("validator", "repository"): "nvcr.io/nvidia",
@@ -65,6 +64,10 @@ IMAGE_KEYS: dict[str, dict[KeyPath, str]] = {
         # One registry for every KAI image; the published chart sets the release registry.
         ("global", "registry"): "ghcr.io/kai-scheduler/kai-scheduler",
     },
+    "volcano": {
+        # Every Volcano image is <basic.image_registry>/<basic.*_image_name>.
+        ("basic", "image_registry"): "docker.io",
+    },
     "slurm-operator": {
         ("operator", "image", "repository"): "ghcr.io/slinkyproject/slurm-operator",
         ("webhook", "image", "repository"): "ghcr.io/slinkyproject/slurm-operator-webhook",
@@ -82,8 +85,8 @@ IMAGE_KEYS: dict[str, dict[KeyPath, str]] = {
     },
 }
 
-# Values keys holding image pull secrets, and their form: names only (the GPU Operator's
-# ClusterPolicy takes strings) or LocalObjectReferences ({name: ...}).
+# Values keys holding image pull secrets, and their form: a list of names (the GPU Operator's
+# ClusterPolicy takes strings), of LocalObjectReferences ({name: ...}), or one name (Volcano).
 _GPU_OPERATOR_COMPONENTS = (
     "operator",
     "validator",
@@ -106,12 +109,14 @@ _GPU_OPERATOR_COMPONENTS = (
 )
 PULL_SECRET_KEYS: dict[str, tuple[str, list[KeyPath]]] = {
     "cert-manager": ("ref", [("global", "imagePullSecrets")]),
+    "network-operator": ("name", [("imagePullSecrets",)]),
     "gpu-operator": ("name", [(c, "imagePullSecrets") for c in _GPU_OPERATOR_COMPONENTS]),
     "dra-driver-nvidia-gpu": ("ref", [("imagePullSecrets",)]),
     "kueue": ("ref", [("controllerManager", "imagePullSecrets")]),
     "kai-scheduler": ("ref", [("global", "imagePullSecrets")]),
     "slurm-operator": ("ref", [("imagePullSecrets",)]),
     "slurm": ("ref", [("imagePullSecrets",)]),
+    "volcano": ("string", [("basic", "image_pull_secret")]),
 }
 
 
@@ -147,6 +152,6 @@ def apply_mirror(release: str, values: dict[str, Any], mirror: RegistryMirror | 
         set_path(values, path, mirror_image(mirror, default))
     if mirror.pull_secret and release in PULL_SECRET_KEYS:
         form, paths = PULL_SECRET_KEYS[release]
-        entry: Any = mirror.pull_secret if form == "name" else {"name": mirror.pull_secret}
+        entry: Any = mirror.pull_secret if form in ("name", "string") else {"name": mirror.pull_secret}
         for path in paths:
-            set_path(values, path, [entry])
+            set_path(values, path, entry if form == "string" else [entry])

@@ -32,6 +32,7 @@ def _pin(chart: str, version: str, repo: str | None = None) -> ChartPin:
 
 NGC = "https://helm.ngc.nvidia.com/nvidia"
 SOPERATOR_OCI = "oci://cr.eu-north1.nebius.cloud/soperator"
+VOLCANO_CHARTS = "https://volcano-sh.github.io/helm-charts"
 
 
 class Versions(Strict):
@@ -40,7 +41,7 @@ class Versions(Strict):
     cert_manager: ChartPin = spec(
         "jetstack cert-manager.",
         Update.KUBERNETES,
-        default_factory=lambda: _pin("cert-manager", "v1.19.1", "https://charts.jetstack.io"),
+        default_factory=lambda: _pin("cert-manager", "v1.21.1", "https://charts.jetstack.io"),
     )
     network_operator: ChartPin = spec(
         "NVIDIA Network Operator.",
@@ -68,6 +69,11 @@ class Versions(Strict):
         "KAI Scheduler.",
         Update.KUBERNETES,
         default_factory=lambda: _pin("oci://ghcr.io/kai-scheduler/kai-scheduler/kai-scheduler", "v0.17.0"),
+    )
+    volcano: ChartPin = spec(
+        "Volcano.",
+        Update.KUBERNETES,
+        default_factory=lambda: _pin("volcano", "1.15.1", VOLCANO_CHARTS),
     )
     slinky_crds: ChartPin = spec(
         "Slinky CRDs (keep equal to slinky_operator).",
@@ -206,18 +212,59 @@ class KueueSettings(Strict):
             "statefulset",
         ]
     ] = spec(
-        "Job frameworks Kueue manages.",
+        "Job frameworks Kueue manages: batch jobs, and serving (`deployment`, `statefulset`, "
+        "LeaderWorkerSets) so that a tenant's servers pass through its quota too. A framework whose CRD "
+        "is not installed is skipped by Kueue.",
         Update.KUBERNETES,
-        default_factory=lambda: ["batch/job", "jobset.x-k8s.io/jobset", "kubeflow.org/pytorchjob"],
+        default_factory=lambda: [
+            "batch/job",
+            "jobset.x-k8s.io/jobset",
+            "kubeflow.org/pytorchjob",
+            "deployment",
+            "statefulset",
+            "leaderworkerset.x-k8s.io/leaderworkerset",
+        ],
     )
 
 
 class KaiSettings(Strict):
     enabled: bool = spec(
-        "Install the KAI Scheduler and create its queues from tenants.", Update.KUBERNETES, default=False
+        "Install the KAI Scheduler as the gang scheduler of the Kubernetes-owned GPU nodes and create "
+        "its queues from tenants (not with Volcano: one gang scheduler).",
+        Update.KUBERNETES,
+        default=False,
     )
     parent_queue: Annotated[str, Field(pattern=DNS_LABEL)] = spec(
         "Parent queue for top-level tenants' leaf queues.", Update.KUBERNETES, default="gpucluster"
+    )
+
+
+class VolcanoSettings(Strict):
+    enabled: bool = spec(
+        "Install Volcano as the gang scheduler of the Kubernetes-owned GPU nodes: tenants' queues, the "
+        "fabric as HyperNodes, every pod of a tenant namespace scheduled by Volcano (not with KAI: one "
+        "gang scheduler).",
+        Update.KUBERNETES,
+        default=False,
+    )
+    parent_queue: Annotated[str, Field(pattern=DNS_LABEL)] = spec(
+        "Queue (under Volcano's `root`) holding the Kubernetes-owned GPUs, parent of the top-level "
+        "tenants' queues.",
+        Update.KUBERNETES,
+        default="gpucluster",
+    )
+    reserve_quota: bool = spec(
+        "Each tenant's quota is also its queue's `guarantee`: reserved, never lent to another tenant "
+        "even while idle (a limit above the quota then borrows only GPUs no tenant is guaranteed). "
+        "false: the quota is `deserved` only, lent while idle and reclaimed, as with Kueue and KAI.",
+        Update.KUBERNETES,
+        default=False,
+    )
+    network_topology: bool = spec(
+        "Network-topology-aware placement: the fabric tree and NVLink blocks of the Kubernetes-owned "
+        "nodes as HyperNodes, and the scheduler's network-topology-aware plugin.",
+        Update.KUBERNETES,
+        default=True,
     )
 
 
@@ -247,6 +294,35 @@ class NetworkOperatorSettings(Strict):
         "Netdevices shared as the `rdma/rdma_shared_device_a` resource (e.g. ibp12s0).",
         Update.KUBERNETES,
         default_factory=list,
+    )
+
+
+class TenantRbac(Strict):
+    """RoleBindings of each tenant namespace: the tenant's users' group (as the API server's
+    authenticator names groups) gets `cluster_role`, plus the roles Kueue and Volcano ship for
+    submitting their workloads."""
+
+    cluster_role: Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9.:]*[a-z0-9])?$")] = spec(
+        "ClusterRole bound in each tenant namespace (Kubernetes' `edit`: workloads, no RBAC or quota).",
+        Update.KUBERNETES,
+        default="edit",
+    )
+    group_prefix: str = spec(
+        "Prefix of group names in the cluster's authentication (e.g. `oidc:`): a tenant's users are the "
+        "group `<group_prefix><tenant name>`.",
+        Update.KUBERNETES,
+        default="",
+    )
+    bind_users: bool = spec(
+        "Also bind each of the tenant's `users` by name (`<user_prefix><user>`), for clusters whose "
+        "authentication gives no group per tenant.",
+        Update.KUBERNETES,
+        default=False,
+    )
+    user_prefix: str = spec(
+        "Prefix of user names in the cluster's authentication (e.g. `oidc:`), with bind_users.",
+        Update.KUBERNETES,
+        default="",
     )
 
 
@@ -303,12 +379,18 @@ class KubernetesSpec(Strict):
         default="device-plugin",
     )
     gpu_taint: bool = spec(
-        "GPU nodes carry the `nvidia.com/gpu=present:NoSchedule` taint (flavors add the toleration).",
+        "GPU nodes carry the `nvidia.com/gpu=present:NoSchedule` taint: cloud pools are created with it, "
+        "and gpu_workloads puts it on every GPU node of the inventory (bare metal too), so only pods that "
+        "tolerate it land there (Kueue flavors, Volcano's tenant resource group, NodeSets and the node "
+        "daemons add the toleration).",
         Update.KUBERNETES,
         default=True,
     )
     pod_security: Literal["privileged", "baseline", "restricted"] = spec(
         "PodSecurity level enforced in tenant namespaces.", Update.KUBERNETES, default="baseline"
+    )
+    tenant_rbac: TenantRbac = spec(
+        "Who may use each tenant namespace.", Update.KUBERNETES, default_factory=lambda: TenantRbac()
     )
     cert_manager: CertManagerSettings = spec(
         "cert-manager.", Update.KUBERNETES, default_factory=CertManagerSettings
@@ -322,9 +404,18 @@ class KubernetesSpec(Strict):
     dra: DraSettings = spec("DRA driver for NVIDIA GPUs.", Update.KUBERNETES, default_factory=DraSettings)
     kueue: KueueSettings = spec("Kueue.", Update.KUBERNETES, default_factory=KueueSettings)
     kai: KaiSettings = spec("KAI Scheduler.", Update.KUBERNETES, default_factory=KaiSettings)
+    volcano: VolcanoSettings = spec("Volcano.", Update.KUBERNETES, default_factory=VolcanoSettings)
     slurm: SlurmOnKubernetes | None = spec(
         "Slurm on Kubernetes (Slinky or Soperator); omit for none.", Update.KUBERNETES, default=None
     )
+
+    @property
+    def gang_scheduler(self) -> Literal["kai", "volcano"] | None:
+        """The one scheduler binding the pods of the Kubernetes-owned GPU nodes, besides kube-scheduler
+        (checks refuse both)."""
+        if self.volcano.enabled:
+            return "volcano"
+        return "kai" if self.kai.enabled else None
 
     @property
     def version_tuple(self) -> tuple[int, int, int]:

@@ -36,6 +36,10 @@ OWNER_TAINT_EFFECT = "NoExecute"
 KAI_NODE_POOL_LABEL = "kai.scheduler/node-pool"
 KAI_UNSERVED_POOL = "slurm-on-kubernetes"
 MANAGED_BY = {"app.kubernetes.io/managed-by": "gpucluster"}
+# Every tenant namespace carries its tenant's name (Kueue's managed-namespace selector uses it).
+TENANT_LABEL = f"{LABEL_PREFIX}/tenant"
+# Volcano: the queue of PodGroups created in a namespace without one (admission podgroups/mutate).
+VOLCANO_QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
 
 # Names of switch tiers counted from the leaf up; deeper trees number the rest.
 TIER_NAMES = ("leaf", "spine", "core")
@@ -47,6 +51,7 @@ ADDON_NAMESPACES = {
     "dra_driver": "dra-driver-nvidia-gpu",
     "kueue": "kueue-system",
     "kai_scheduler": "kai-scheduler",
+    "volcano": "volcano-system",
     "slinky_operator": "slinky",
     "soperator": "soperator-system",
 }
@@ -100,6 +105,33 @@ def topology_levels(cluster: Cluster) -> list[str]:
     else:
         levels = tree + block
     return [*levels, HOSTNAME_LABEL]
+
+
+def hypernode_levels(cluster: Cluster) -> list[str]:
+    """Node labels of Volcano's HyperNode tiers, narrowest (tier 1) first: the topology levels
+    without the hostname."""
+    return [label for label in reversed(topology_levels(cluster)) if label != HOSTNAME_LABEL]
+
+
+def tier_name_of_label(label: str) -> str:
+    """`gpucluster.io/fabric-leaf` -> `leaf`, `gpucluster.io/nvlink-block` -> `nvlink-block`."""
+    return label.rsplit("/", 1)[-1].removeprefix("fabric-")
+
+
+def hypernode_name(unit: str) -> str:
+    """The HyperNode of a switch or NVLink block."""
+    return k8s_name(unit)
+
+
+def hypernode_domains(cluster: Cluster) -> dict[str, list[str]]:
+    """HyperNode name -> the switches and blocks it would stand for, each as `<tier> <name>` (more
+    than one is a collision)."""
+    found: dict[str, list[str]] = {}
+    labels = [host_labels(cluster, host) for host in cluster.hosts]
+    for label in hypernode_levels(cluster):
+        for unit in sorted({v[label] for v in labels if label in v}):
+            found.setdefault(hypernode_name(unit), []).append(f"{tier_name_of_label(label)} `{unit}`")
+    return found
 
 
 def k8s_name(*parts: str) -> str:

@@ -25,6 +25,8 @@ from gpucluster.k8s.names import (
     NODESET_LABEL,
     OWNER_LABEL,
     SLINKY_TOPOLOGY_ANNOTATION,
+    TENANT_LABEL,
+    VOLCANO_QUEUE_ANNOTATION,
     host_labels,
     k8s_name,
     nodeset_groups,
@@ -74,6 +76,22 @@ def gpu_toleration() -> Obj:
     return {"key": GPU_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}
 
 
+def gpu_taint() -> Obj:
+    """The taint of GPU nodes with `gpu_taint`, as the cloud pools carry it (cloud/plan.py GPU_TAINT)."""
+    return {"key": GPU_TAINT_KEY, "value": "present", "effect": "NoSchedule"}
+
+
+# DRA device classes the DRA driver creates that hand out GPUs. A tenant's GPUs are counted on the
+# per-node-type classes gpucluster makes: these stay closed to tenants (quota 0), or a claim through
+# one of them would escape the tenant's numbers.
+DRA_DRIVER_GPU_CLASSES = ("gpu.nvidia.com", "mig.nvidia.com", "vfio.gpu.nvidia.com")
+# ClusterRoles the charts make for submitting their workloads: Kueue's `<fullname>-batch-user-role`
+# (release `kueue`), Volcano's vcjob editor.
+KUEUE_BATCH_USER_ROLE = "kueue-batch-user-role"
+VOLCANO_JOB_EDITOR_ROLE = "vcjob-editor-role"
+RBAC_API = "rbac.authorization.k8s.io"
+
+
 def namespace_of(tenant: Tenant) -> str:
     return tenant.namespace or tenant.name
 
@@ -117,9 +135,11 @@ def node_objects(cluster: Cluster, k8s: KubernetesSpec) -> list[Obj]:
     `kubernetes` or `slurm-on-kubernetes` (the inventory host name is the node name). Bare-metal
     Slurm hosts run no kubelet and get nothing.
 
-    Every node carries its owner label. Slurm-on-Kubernetes nodes also get their NodeSet label, the
-    owner taint (names.OWNER_TAINT_EFFECT says why NoExecute), KAI's node-pool label with a value no
-    SchedulingShard serves (when KAI is installed) and, with Slinky, their topology annotation.
+    Every node carries its owner label, and every GPU node the GPU taint with `gpu_taint` (what cloud
+    pools are created with; on bare metal nothing else applies it). Slurm-on-Kubernetes nodes also get
+    their NodeSet label, the owner taint (names.OWNER_TAINT_EFFECT says why NoExecute), KAI's
+    node-pool label with a value no SchedulingShard serves (when KAI is installed) and, with Slinky,
+    their topology annotation.
     """
     slurm_pods = slurm_pods_view(cluster)
     nodeset_of = (
@@ -146,8 +166,11 @@ def node_objects(cluster: Cluster, k8s: KubernetesSpec) -> list[Obj]:
             if topo:
                 metadata["annotations"] = {SLINKY_TOPOLOGY_ANNOTATION: topo}
         node: Obj = {"apiVersion": "v1", "kind": "Node", "metadata": metadata}
-        if slurm_pod_node:
-            node["spec"] = {"taints": [owner_taint()]}
+        taints = [owner_taint()] if slurm_pod_node else []
+        if node_type.gpus and k8s.gpu_taint:
+            taints.append(gpu_taint())
+        if taints:
+            node["spec"] = {"taints": taints}
         nodes.append(node)
     return nodes
 
@@ -157,6 +180,14 @@ def node_objects(cluster: Cluster, k8s: KubernetesSpec) -> list[Obj]:
 
 def has_topology(cluster: Cluster) -> bool:
     return bool(cluster.switch_path or cluster.blocks)
+
+
+def kueue_places_pods(view: Cluster, k8s: KubernetesSpec) -> bool:
+    """Kueue's Topology-Aware Scheduling: with a topology and no gang scheduler. TAS picks the nodes
+    of each admitted pod itself (a scheduling gate, then node selectors), which would overrule the
+    topology-aware placement of KAI or Volcano: with one of them, Kueue only admits (quota) and the
+    gang scheduler places, over its own topology (KAI Topology, Volcano HyperNodes)."""
+    return has_topology(view) and k8s.gang_scheduler is None
 
 
 def kueue_topology(cluster: Cluster) -> Obj:
@@ -173,6 +204,8 @@ def kai_topology(cluster: Cluster) -> Obj:
 
 
 def tenant_namespaces(cluster: Cluster, k8s: KubernetesSpec) -> list[Obj]:
+    """A namespace per leaf tenant, with its PodSecurity level and tenant label; with Volcano, the
+    annotation naming its tenant's queue (a PodGroup naming no queue lands there)."""
     level = k8s.pod_security
     objects = []
     for tenant in leaf_tenants(cluster):
@@ -180,9 +213,12 @@ def tenant_namespaces(cluster: Cluster, k8s: KubernetesSpec) -> list[Obj]:
             "pod-security.kubernetes.io/enforce": level,
             "pod-security.kubernetes.io/audit": "restricted",
             "pod-security.kubernetes.io/warn": "restricted",
-            "gpucluster.io/tenant": tenant.name,
+            TENANT_LABEL: tenant.name,
         }
-        objects.append(_obj("v1", "Namespace", _meta(namespace_of(tenant), labels=labels)))
+        extra: Obj = {"labels": labels}
+        if k8s.volcano.enabled:
+            extra["annotations"] = {VOLCANO_QUEUE_ANNOTATION: tenant.name}
+        objects.append(_obj("v1", "Namespace", _meta(namespace_of(tenant), **extra)))
     return objects
 
 
@@ -264,7 +300,7 @@ def resource_flavors(cluster: Cluster, k8s: KubernetesSpec) -> list[Obj]:
         spec: Obj = {"nodeLabels": {NODE_TYPE_LABEL: name, OWNER_LABEL: Owner.KUBERNETES.value}}
         if k8s.gpu_taint:
             spec["tolerations"] = [gpu_toleration()]
-        if has_topology(cluster):
+        if kueue_places_pods(cluster, k8s):
             spec["topologyName"] = k8s_name(cluster.name)
         objects.append(_obj(KUEUE_API, "ResourceFlavor", _meta(k8s_name(name)), spec=spec))
     return objects
@@ -312,16 +348,74 @@ def cluster_queues(cluster: Cluster, k8s: KubernetesSpec) -> list[Obj]:
     return objects
 
 
+# Kueue gives a job of a managed namespace without a queue name this LocalQueue (LocalQueueDefaulting).
+DEFAULT_LOCAL_QUEUE = "default"
+
+
 def local_queues(cluster: Cluster) -> list[Obj]:
-    return [
-        _obj(
-            KUEUE_API,
-            "LocalQueue",
-            _meta(tenant.name, namespace_of(tenant)),
-            spec={"clusterQueue": tenant.name},
-        )
-        for tenant in leaf_tenants(cluster)
-    ]
+    """In each tenant namespace, a LocalQueue of the tenant's name and the namespace's `default`
+    one, both on the tenant's ClusterQueue: Kueue manages jobs without a queue name there too
+    (kueue_configuration), and admits them against the tenant's quota."""
+    objects = []
+    for tenant in leaf_tenants(cluster):
+        for name in dict.fromkeys((tenant.name, DEFAULT_LOCAL_QUEUE)):
+            meta = _meta(name, namespace_of(tenant))
+            objects.append(_obj(KUEUE_API, "LocalQueue", meta, spec={"clusterQueue": tenant.name}))
+    return objects
+
+
+def tenant_quotas(cluster: Cluster, k8s: KubernetesSpec) -> list[Obj]:
+    """A ResourceQuota per tenant namespace: at most the tenant's Kubernetes limit of GPUs requested
+    at once there, whoever schedules the pods (a pod naming no queue or another scheduler included).
+    With DRA, per device class of each node type (the tenant's limit split as for Kueue's flavors),
+    and none through the driver's own GPU classes."""
+    objects = []
+    types = gpu_node_types(cluster)
+    for tenant in leaf_tenants(cluster):
+        limit = cluster.quota(tenant.name).effective_limit
+        hard: Obj
+        if k8s.device_allocation == "dra":
+            shares = flavor_shares(cluster, limit)
+            hard = {
+                f"{device_class_name(name)}.deviceclass.resource.k8s.io/devices": str(share.gpus)
+                for name, share in zip(types, shares, strict=True)
+            }
+            hard.update({f"{c}.deviceclass.resource.k8s.io/devices": "0" for c in DRA_DRIVER_GPU_CLASSES})
+        else:
+            hard = {f"requests.{GPU_RESOURCE}": str(limit)}
+        meta = _meta("gpucluster-gpus", namespace_of(tenant))
+        objects.append(_obj("v1", "ResourceQuota", meta, spec={"hard": dict(sorted(hard.items()))}))
+    return objects
+
+
+def tenant_role_bindings(cluster: Cluster, k8s: KubernetesSpec) -> list[Obj]:
+    """In each tenant namespace, the tenant's users' group (and with bind_users each user) may use
+    it: `tenant_rbac.cluster_role`, and the roles Kueue and Volcano make for submitting their jobs."""
+    rbac = k8s.tenant_rbac
+    roles = [("gpucluster-tenant", rbac.cluster_role)]
+    if k8s.kueue.enabled:
+        roles.append(("gpucluster-tenant-kueue", KUEUE_BATCH_USER_ROLE))
+    if k8s.volcano.enabled:
+        roles.append(("gpucluster-tenant-volcano", VOLCANO_JOB_EDITOR_ROLE))
+    objects = []
+    for tenant in leaf_tenants(cluster):
+        subjects = [{"kind": "Group", "apiGroup": RBAC_API, "name": f"{rbac.group_prefix}{tenant.name}"}]
+        if rbac.bind_users:
+            subjects += [
+                {"kind": "User", "apiGroup": RBAC_API, "name": f"{rbac.user_prefix}{user}"}
+                for user in tenant.users
+            ]
+        for name, role in roles:
+            objects.append(
+                _obj(
+                    f"{RBAC_API}/v1",
+                    "RoleBinding",
+                    _meta(name, namespace_of(tenant)),
+                    roleRef={"apiGroup": RBAC_API, "kind": "ClusterRole", "name": role},
+                    subjects=subjects,
+                )
+            )
+    return objects
 
 
 def kai_queues(cluster: Cluster, k8s: KubernetesSpec) -> list[Obj]:

@@ -12,6 +12,7 @@ from gpucluster import yamlout
 from gpucluster.cluster import Cluster
 from gpucluster.k8s import objects as obj
 from gpucluster.k8s import values as val
+from gpucluster.k8s import volcano
 from gpucluster.k8s.mirror import chart_source, mirror_image
 from gpucluster.k8s.model import ChartPin, KubernetesSpec, kubernetes_of
 from gpucluster.k8s.names import ADDON_NAMESPACES
@@ -120,6 +121,15 @@ ADDONS: tuple[Addon, ...] = (
         "kai_scheduler",
         _addon_namespace("kai_scheduler"),
         val.kai_values,
+        "webhook",
+    ),
+    Addon(
+        lambda k: k.volcano.enabled,
+        "volcano",
+        "volcano",
+        "volcano",
+        _addon_namespace("volcano"),
+        val.volcano_values,
         "webhook",
     ),
     Addon(
@@ -273,6 +283,12 @@ def object_files(cluster: Cluster, k8s: KubernetesSpec) -> list[ObjectFile]:
     namespaces = obj.tenant_namespaces(pods, k8s)
     if namespaces:
         files.append(ObjectFile("kubernetes/namespaces.yaml", "gpu_workloads", namespaces))
+        files.append(
+            ObjectFile("kubernetes/tenants/rbac.yaml", "gpu_workloads", obj.tenant_role_bindings(pods, k8s))
+        )
+        files.append(
+            ObjectFile("kubernetes/tenants/quotas.yaml", "gpu_workloads", obj.tenant_quotas(pods, k8s))
+        )
     if k8s.dra.enabled:
         files.append(
             ObjectFile("kubernetes/dra/device-classes.yaml", "gpu_workloads", obj.device_classes(pods))
@@ -289,7 +305,7 @@ def object_files(cluster: Cluster, k8s: KubernetesSpec) -> list[ObjectFile]:
                 ObjectFile("kubernetes/dra/compute-domains.yaml", "gpu_workloads", obj.compute_domains(pods))
             )
     if k8s.kueue.enabled:
-        if obj.has_topology(pods):
+        if obj.kueue_places_pods(pods, k8s):
             files.append(
                 ObjectFile(
                     "kubernetes/kueue/topology.yaml", "gpu_workloads", [obj.kueue_topology(pods)], True
@@ -322,6 +338,16 @@ def object_files(cluster: Cluster, k8s: KubernetesSpec) -> list[ObjectFile]:
                     "kubernetes/kueue/local-queues.yaml", "gpu_workloads", obj.local_queues(pods), True
                 )
             )
+    if k8s.volcano.enabled and obj.leaf_tenants(pods):
+        files.append(
+            ObjectFile(
+                "kubernetes/volcano/queues.yaml", "gpu_workloads", volcano.volcano_queues(pods, k8s), True
+            )
+        )
+    if k8s.volcano.enabled and volcano.uses_hypernodes(pods, k8s):
+        files.append(
+            ObjectFile("kubernetes/volcano/hypernodes.yaml", "gpu_workloads", volcano.hypernodes(pods), True)
+        )
     if k8s.kai.enabled:
         if obj.has_topology(pods):
             files.append(
@@ -334,12 +360,36 @@ def object_files(cluster: Cluster, k8s: KubernetesSpec) -> list[ObjectFile]:
     return [f for f in files if f.documents]
 
 
+def sample_files(cluster: Cluster, k8s: KubernetesSpec) -> list[ObjectFile]:
+    """Workloads that show the layer working, created only on request (gpu_workloads_samples): with
+    Volcano, a gang Job of two whole GPU nodes in a tenant's namespace and queue."""
+    files = []
+    if k8s.volcano.enabled:
+        image = mirror_image(k8s.registry_mirror, volcano.SAMPLE_IMAGE)
+        job = volcano.sample_gang_job(pods_view(cluster), k8s, image)
+        if job is not None:
+            files.append(ObjectFile("kubernetes/samples/volcano-gang-job.yaml", "gpu_workloads", [job]))
+    return files
+
+
+def _entry(f: ObjectFile) -> dict[str, Any]:
+    return {
+        "file": f.path,
+        "role": f.role,
+        "retry": f.retry,
+        "kinds": sorted({d["kind"] for d in f.documents}),
+    }
+
+
 def object_manifest(cluster: Cluster, k8s: KubernetesSpec) -> dict[str, Any]:
-    entries = [
-        {"file": f.path, "role": f.role, "retry": f.retry, "kinds": sorted({d["kind"] for d in f.documents})}
-        for f in object_files(cluster, k8s)
-    ]
-    return {"cluster": cluster.name, "files": entries}
+    manifest: dict[str, Any] = {
+        "cluster": cluster.name,
+        "files": [_entry(f) for f in object_files(cluster, k8s)],
+    }
+    samples = sample_files(cluster, k8s)
+    if samples:
+        manifest["samples"] = [_entry(f) for f in samples]
+    return manifest
 
 
 def _header(cluster: Cluster) -> str:
@@ -354,7 +404,9 @@ def render_kubernetes(cluster: Cluster) -> dict[str, str]:
     if k8s is None:
         return {}
     comment = _header(cluster)
-    files = {f.path: dump(f.documents, comment) for f in object_files(cluster, k8s)}
+    files = {
+        f.path: dump(f.documents, comment) for f in [*object_files(cluster, k8s), *sample_files(cluster, k8s)]
+    }
     files["kubernetes/manifest.yaml"] = dump([object_manifest(cluster, k8s)], comment)
     if has_slinky_accounts(k8s):
         files[SLINKY_ACCOUNTS_FILE] = slinky_accounts(cluster)
@@ -368,5 +420,12 @@ def render_helm(cluster: Cluster) -> dict[str, str]:
     comment = _header(cluster)
     files = {"helm/releases.yaml": dump([release_manifest(cluster, k8s)], comment)}
     for release in releases(cluster, k8s):
-        files[f"helm/values/{release.name}.yaml"] = dump([release.values], comment)
+        files[f"helm/values/{release.name}.yaml"] = values_file(release.values, comment)
     return files
+
+
+def values_file(values: dict[str, Any], comment: str) -> str:
+    """A Helm values file both Helm 3 and Helm 4 read as the same values: exactly one YAML document
+    and no document marker. Helm 4 reads a values file as a stream of documents (it merges them, and
+    refuses `--- {}`: "invalid Yaml document separator"), Helm 3 only its first document."""
+    return f"{comment}\n{yamlout.dump(values)}"

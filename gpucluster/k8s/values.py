@@ -11,6 +11,7 @@ from typing import Any
 
 from gpucluster import yamlout
 from gpucluster.cluster import Cluster
+from gpucluster.k8s import volcano
 from gpucluster.k8s.mirror import apply_mirror
 from gpucluster.k8s.model import KubernetesSpec
 from gpucluster.k8s.names import (
@@ -18,6 +19,7 @@ from gpucluster.k8s.names import (
     KAI_NODE_POOL_LABEL,
     MANAGED_BY,
     NODESET_LABEL,
+    TENANT_LABEL,
     NodeSetGroup,
     k8s_name,
     nodeset_groups,
@@ -142,6 +144,11 @@ def kueue_configuration(cluster: Cluster, k8s: KubernetesSpec) -> Values:
         "metrics": {"bindAddress": ":8443", "enableClusterQueueResources": True},
         "webhook": {"port": 9443},
         "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
+        # Jobs without a queue name in the tenants' namespaces (only there: the pod-based integrations
+        # would otherwise take every Deployment of the cluster) are Kueue's too, and land in the
+        # namespace's `default` LocalQueue, on the tenant's quota (objects.local_queues).
+        "manageJobsWithoutQueueName": True,
+        "managedJobsNamespaceSelector": {"matchExpressions": [{"key": TENANT_LABEL, "operator": "Exists"}]},
         "integrations": {"frameworks": list(k8s.kueue.integrations)},
         "fairSharing": {"preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]},
     }
@@ -185,6 +192,23 @@ def kai_values(cluster: Cluster, k8s: KubernetesSpec) -> Values:
         "admission": {"cdi": k8s.gpu_operator.enabled},
     }
     apply_mirror("kai-scheduler", values, k8s.registry_mirror)
+    return values
+
+
+def volcano_values(cluster: Cluster, k8s: KubernetesSpec) -> Values:
+    """Volcano's chart: the scheduler configuration (gang, fair share, tenant queues, network
+    topology) and the admission webhooks and resource group that put every pod of a tenant
+    namespace on Volcano and in its tenant's queue (gpucluster.k8s.volcano)."""
+    view = pods_view(cluster)
+    custom: Values = {
+        "scheduler_config_override": yamlout.dump(volcano.scheduler_configuration(view, k8s), width=80),
+        "enabled_admissions": ",".join(volcano.ADMISSIONS),
+    }
+    admission = volcano.admission_configuration(view, k8s)
+    if admission:
+        custom["admission_config_override"] = yamlout.dump(admission, width=80)
+    values: Values = {"custom": custom}
+    apply_mirror("volcano", values, k8s.registry_mirror)
     return values
 
 

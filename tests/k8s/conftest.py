@@ -59,19 +59,23 @@ def without_slurm_pod_quotas(cluster: dict[str, Any]) -> None:
         tenant.get("gpus", {}).pop("slurm-on-kubernetes", None)
 
 
-def object_paths(files: dict[str, str]) -> list[str]:
+def object_paths(files: dict[str, str], samples: bool = False) -> list[str]:
     """The object files to apply: those kubernetes/manifest.yaml lists (kubernetes/ holds other
-    files too, such as the Slinky accounts)."""
+    files too, such as the Slinky accounts); with samples, the sample workloads too."""
     if "kubernetes/manifest.yaml" not in files:
         return []
     manifest = yaml.safe_load(files["kubernetes/manifest.yaml"])
-    return [entry["file"] for entry in manifest["files"]]
+    entries = manifest["files"] + (manifest.get("samples", []) if samples else [])
+    return [entry["file"] for entry in entries]
 
 
-def documents(name: str, prefix: str = "kubernetes/") -> list[tuple[str, dict[str, Any]]]:
+def documents(
+    name: str, prefix: str = "kubernetes/", samples: bool = True
+) -> list[tuple[str, dict[str, Any]]]:
+    """Every object of the rendered files of an example (the samples included unless told)."""
     files = rendered(name)
     out = []
-    for path in object_paths(files):
+    for path in object_paths(files, samples):
         if path.startswith(prefix):
             out += [(path, doc) for doc in yaml.safe_load_all(files[path]) if doc is not None]
     return out

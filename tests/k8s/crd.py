@@ -30,6 +30,8 @@ CRD_DIRS = [
     "slinky/1.2.1/crds",
     "gpu-operator/v26.7.0/crds",
     "dra-driver-nvidia-gpu/0.4.1/crds",
+    "network-operator/26.4.1/crds",
+    "volcano/1.15.1/crds",
 ]
 
 
@@ -51,6 +53,7 @@ class CrdVersion:
     version: str
     scope: str
     schema: dict[str, Any]
+    deprecated: bool = False
 
 
 @cache
@@ -67,7 +70,12 @@ def crd_index() -> dict[tuple[str, str], CrdVersion]:
                 if key in index and "dra-driver" not in folder:
                     continue
                 index[key] = CrdVersion(
-                    crd["group"], crd["kind"], name, crd["scope"], version["openAPIV3Schema"]
+                    crd["group"],
+                    crd["kind"],
+                    name,
+                    crd["scope"],
+                    version["openAPIV3Schema"],
+                    bool(version.get("deprecated")),
                 )
     return index
 

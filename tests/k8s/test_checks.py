@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from gpucluster.errors import InventoryError
+from gpucluster.k8s.checks import slinky_slurm_range
 from gpucluster.layers import load_cluster
 from tests.conftest import run_cli
 from tests.k8s.conftest import INVENTORIES
@@ -217,8 +218,14 @@ OWNER_CASES = [
         "gke-prod",
         {},
         {"slurm": {"version": "24.05", "controller": "slurmctld"}},
-        "cluster.slurm.version: Slinky's slurmd pods find their GPUs with gres.conf AutoDetect=nvidia, "
-        "which needs Slurm >= 24.11 (this inventory targets 24.05)",
+        "cluster.slurm.version: Slinky 1.2.1 (kubernetes.versions.slinky_slurm) runs Slurm 25.11 and newer "
+        "(its images ship Slurm 26.05); this inventory targets 24.05: set cluster.slurm.version to 25.11 or newer",
+    ),
+    (
+        "gke-prod",
+        {},
+        {"slurm": {"version": "25.05", "controller": "slurmctld"}},
+        "cluster.slurm.version: Slinky 1.2.1 (kubernetes.versions.slinky_slurm) runs Slurm 25.11 and newer",
     ),
 ]
 
@@ -251,3 +258,64 @@ def test_missing_owners_are_not_guessed_at(tmp_path: Path) -> None:
     problems = _problems(_inventory(tmp_path, "gke-prod", {}, {"nodes": nodes}))
     assert any("cluster.nodes[0].owner: required" in p for p in problems)
     assert not [p for p in problems if "cluster.kubernetes." in p]
+
+
+@pytest.mark.parametrize("version", ["25.11", "26.05"])
+def test_slinky_runs_the_slurm_releases_of_its_charts(tmp_path: Path, version: str) -> None:
+    """gke-prod (Slinky 1.2.1) with a Slurm its charts run: valid (the example's own release is
+    left as the inventory says; these are variants)."""
+    load_cluster(
+        _inventory(tmp_path, "gke-prod", {}, {"slurm": {"version": version, "controller": "slurmctld"}})
+    )
+
+
+def test_slinky_slurm_version_exits_2_at_the_key(tmp_path: Path) -> None:
+    directory = _inventory(
+        tmp_path, "gke-prod", {}, {"slurm": {"version": "25.05", "controller": "slurmctld"}}
+    )
+    result = run_cli("validate", str(directory))
+    assert result.returncode == 2, result.stderr
+    (line,) = [x for x in result.stderr.splitlines() if "cluster.slurm.version" in x]
+    assert line.startswith(f"{directory}/group_vars/all/cluster.yml:")
+    assert "Slinky 1.2.1 (kubernetes.versions.slinky_slurm) runs Slurm 25.11 and newer" in line
+    assert "Traceback" not in result.stderr
+
+
+def test_a_newer_slinky_pin_needs_its_own_slurm(tmp_path: Path) -> None:
+    """Slinky 1.3 (release candidates: Slurm 26.05) pinned over a 25.11 inventory is refused."""
+    charts = "oci://ghcr.io/slinkyproject/charts"
+    versions = {
+        key: {"chart": f"{charts}/{name}", "version": "1.3.0"}
+        for key, name in (
+            ("slinky_crds", "slurm-operator-crds"),
+            ("slinky_operator", "slurm-operator"),
+            ("slinky_slurm", "slurm"),
+        )
+    }
+    problems = _problems(
+        _inventory(
+            tmp_path,
+            "gke-prod",
+            {"versions": versions},
+            {"slurm": {"version": "25.11", "controller": "slurmctld"}},
+        )
+    )
+    assert [
+        p
+        for p in problems
+        if "cluster.slurm.version: Slinky 1.3.0" in p and "runs Slurm 26.05 and newer" in p
+    ], problems
+
+
+@pytest.mark.parametrize(
+    ("pin", "expected"),
+    [
+        ("1.2.1", ((25, 11), "26.05")),
+        ("1.1.2", ((25, 11), "25.11")),
+        ("v1.3.0-rc1", ((26, 5), "26.05")),
+        ("1.9.0", ((26, 5), "26.05")),
+        ("0.4.0", ((25, 11), "25.11")),
+    ],
+)
+def test_slinky_slurm_range(pin: str, expected: tuple[tuple[int, int], str]) -> None:
+    assert slinky_slurm_range(pin) == expected

@@ -21,6 +21,7 @@ K8S_ROLES = [
     "dra_driver",
     "kueue",
     "kai_scheduler",
+    "volcano",
     "gpu_workloads",
     "slurm_on_k8s",
 ]

@@ -14,12 +14,14 @@ The model supplies only what no rendered file says: how many GPUs a node type ha
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import kubernetes_validate
 import pytest
 import yaml
 
@@ -51,6 +53,8 @@ GPU = "nvidia.com/gpu"
 KUBERNETES = "kubernetes"
 SLURM_PODS = "slurm-on-kubernetes"
 KAI_VALUES = "kai-scheduler/v0.17.0/charts/kai-scheduler/values.yaml"
+KAI_GROUP = "scheduling.run.ai"
+VOLCANO_GROUP = "scheduling.volcano.sh"
 
 
 @dataclass
@@ -72,8 +76,13 @@ class Rendered:
     values: dict[str, Obj] = field(default_factory=dict)
     objects: list[Obj] = field(default_factory=list)
 
-    def kinds(self, kind: str) -> list[Obj]:
-        return [o for o in self.objects if o["kind"] == kind]
+    def kinds(self, kind: str, group: str | None = None) -> list[Obj]:
+        """Objects of a kind (of an API group: KAI and Volcano both have a Queue)."""
+        return [
+            o
+            for o in self.objects
+            if o["kind"] == kind and (group is None or o["apiVersion"].startswith(f"{group}/"))
+        ]
 
 
 def _docs(text: str) -> list[Obj]:
@@ -270,7 +279,7 @@ def kai_problems(cluster: Cluster, files: Rendered) -> list[str]:
     """The nodes KAI's default shard sees are those without the node-pool label; its root queue
     holds their GPUs, every parent's children fit it, no limit exceeds the root."""
     problems = []
-    queues = {q["metadata"]["name"]: q["spec"] for q in files.kinds("Queue")}
+    queues = {q["metadata"]["name"]: q["spec"] for q in files.kinds("Queue", KAI_GROUP)}
     if not queues:
         return problems
     seen = sum(gpus_of(cluster, n) for n in files.nodes.values() if KAI_NODE_POOL_LABEL not in labels_of(n))
@@ -289,6 +298,77 @@ def kai_problems(cluster: Cluster, files: Rendered) -> list[str]:
                 f"queue {name}: limit {gpu['limit']} (quota {gpu['quota']}, root {root['quota']})"
             )
     return problems
+
+
+def volcano_problems(cluster: Cluster, files: Rendered) -> list[str]:
+    """Volcano's queues: gpucluster's parent queue holds no more GPUs than the Kubernetes-owned nodes
+    (the only ones Volcano's pods may use: the admission resource group selects the owner label), every
+    queue's children fit it (deserved summed, capability each), no limit passes the parent queue, and
+    Volcano's default queue holds no GPUs. Every Kubernetes-owned node is in exactly one HyperNode of
+    tier 1 (by the labels nodes.yaml gives it), and no other node is."""
+    problems: list[str] = []
+    values = files.values.get("volcano")
+    if values is None:
+        return problems
+    queues = {q["metadata"]["name"]: q["spec"] for q in files.kinds("Queue", VOLCANO_GROUP)}
+    admission = yaml.safe_load(values["custom"].get("admission_config_override") or "{}")
+    for group in admission.get("resourceGroups", []):
+        if group["labels"] != {OWNER_LABEL: KUBERNETES}:
+            problems.append(f"resource group {group['resourceGroup']} places pods on {group['labels']}")
+    owned = [n for n in files.nodes.values() if labels_of(n)[OWNER_LABEL] == KUBERNETES]
+    seen = sum(gpus_of(cluster, n) for n in owned)
+    if not queues:
+        return problems
+    default = queues["default"]["capability"]
+    gpu_keys = [k for k in default if k == GPU or k.startswith("deviceclass/")]
+    if not gpu_keys or any(int(default[k]) for k in gpu_keys):
+        problems.append(f"Volcano's default queue may hold GPUs: {default}")
+    tops = [name for name, spec in queues.items() if spec["parent"] == "root" and name != "default"]
+    assert len(tops) == 1, tops
+
+    def gpus(resources: Obj) -> int:
+        return sum(int(v) for k, v in resources.items() if k == GPU or k.startswith("deviceclass/"))
+
+    top = queues[tops[0]]
+    if gpus(top["deserved"]) > seen or gpus(top["capability"]) > seen:
+        problems.append(
+            f"parent queue holds {gpus(top['capability'])} GPUs > {seen} of the Kubernetes-owned nodes"
+        )
+    for name, spec in queues.items():
+        children = [s for s in queues.values() if s.get("parent") == name]
+        for key in spec.get("deserved", {}):
+            summed = sum(_volcano_amount(c["deserved"].get(key, 0)) for c in children)
+            if summed > _volcano_amount(spec["deserved"][key]):
+                problems.append(
+                    f"queue {name}: children's deserved {key} {summed} > its {spec['deserved'][key]}"
+                )
+        for child in children:
+            for key, value in child.get("capability", {}).items():
+                if key in spec.get("capability", {}) and _volcano_amount(value) > _volcano_amount(
+                    spec["capability"][key]
+                ):
+                    problems.append(
+                        f"queue {name}: a child's capability {key} {value} > its {spec['capability'][key]}"
+                    )
+        if gpus(spec.get("capability", {})) > gpus(top["capability"]):
+            problems.append(f"queue {name}: capability over the parent queue's")
+    tier1 = [h for h in files.kinds("HyperNode") if h["spec"]["tier"] == 1]
+    for node in files.nodes.values():
+        holders = [
+            h["metadata"]["name"]
+            for h in tier1
+            for m in h["spec"]["members"]
+            if selects(m["selector"].get("labelMatch", {}).get("matchLabels", {}), node)
+            or m["selector"].get("exactMatch", {}).get("name") == node["metadata"]["name"]
+        ]
+        wanted = 1 if labels_of(node)[OWNER_LABEL] == KUBERNETES and tier1 else 0
+        if len(holders) != wanted:
+            problems.append(f"{node['metadata']['name']}: in tier-1 HyperNodes {holders}")
+    return problems
+
+
+def _volcano_amount(value: Any) -> int:
+    return int(str(value).removesuffix("m").removesuffix("Mi"))
 
 
 # --- the example inventories -------------------------------------------------------------------
@@ -314,6 +394,10 @@ def test_kueue_quotas_fit_the_nodes_of_their_flavors(inventory: str) -> None:
 
 def test_kai_quotas_fit_the_nodes_kai_sees(inventory: str) -> None:
     assert kai_problems(cluster_of(inventory), read(rendered(inventory))) == []
+
+
+def test_volcano_quotas_and_hypernodes_fit_the_kubernetes_owned_nodes(inventory: str) -> None:
+    assert volcano_problems(cluster_of(inventory), read(rendered(inventory))) == []
 
 
 def test_bare_metal_slurm_hosts_are_no_kubernetes_nodes() -> None:
@@ -396,24 +480,41 @@ def test_kai_pool_label_is_one_no_shard_serves(inventory: str) -> None:
     assert pools <= {KAI_UNSERVED_POOL}
 
 
-def test_the_role_cleans_nodes_handed_back_to_kubernetes() -> None:
-    """Node patches are strategic merges (a JSON merge patch would replace every taint of the node);
-    a node handed back to Kubernetes (owner label rewritten, NodeSet label left) loses the owner taint,
-    its NodeSet label and KAI's unserved node pool, which a patch can only add."""
+def test_the_role_keeps_other_taints_and_cleans_nodes_handed_back_to_kubernetes() -> None:
+    """Node.spec.taints is an atomic list (Kubernetes 1.34 OpenAPI): a patch carrying it replaces every
+    taint of the node. So the node patch is a strategic merge of metadata only, and the rendered taints
+    are added one by one (k8s_taint, which keeps the others); a node handed back to Kubernetes (owner
+    label rewritten, NodeSet label left) loses the owner taint, its NodeSet label and KAI's unserved
+    node pool, which a patch can only add."""
+    schema = json.loads(
+        (
+            Path(kubernetes_validate.__file__).parent
+            / "kubernetes-json-schema/v1.34.0-local-strict/nodespec-v1.json"
+        ).read_text()
+    )
+    assert schema["properties"]["taints"]["x-kubernetes-list-type"] == "atomic"
     tasks = yaml.safe_load((REPO / "roles/gpu_workloads/tasks/apply.yml").read_text())
-    patch = next(t for t in tasks if t.get("kubernetes.core.k8s", {}).get("src"))
-    assert patch["kubernetes.core.k8s"]["merge_type"] == "strategic-merge"
+    patch = tasks[0]["kubernetes.core.k8s"]
+    assert patch["merge_type"] == "strategic-merge" and "src" not in patch
+    definition = tasks[0]["vars"]["gpu_workloads_node_patches"]
+    assert "map(attribute='metadata')" in definition and "spec" not in definition
+    taint = tasks[1]["kubernetes.core.k8s_taint"]
+    assert (taint["state"], taint["replace"], taint["taints"]) == (
+        "present",
+        True,
+        "{{ gpu_workloads_node.spec.taints }}",
+    )
     find = next(t for t in tasks if "kubernetes.core.k8s_info" in t)
     assert find["kubernetes.core.k8s_info"]["label_selectors"] == [
         f"{OWNER_LABEL}={KUBERNETES}",
         NODESET_LABEL,
     ]
-    lift = next(t for t in tasks if "kubernetes.core.k8s_taint" in t)
+    lift = next(t for t in tasks if t.get("kubernetes.core.k8s_taint", {}).get("state") == "absent")
     assert lift["kubernetes.core.k8s_taint"]["state"] == "absent"
     assert lift["kubernetes.core.k8s_taint"]["taints"] == [
         {"key": OWNER_TAINT_KEY, "effect": OWNER_TAINT_EFFECT}
     ]
-    drop = next(t for t in tasks if "definition" in t.get("kubernetes.core.k8s", {}))
+    drop = next(t for t in tasks if isinstance(t.get("kubernetes.core.k8s", {}).get("definition"), dict))
     labels = drop["kubernetes.core.k8s"]["definition"]["metadata"]["labels"]
     assert all(text in labels for text in (NODESET_LABEL, KAI_NODE_POOL_LABEL, f"'{KAI_UNSERVED_POOL}'"))
 
@@ -504,8 +605,21 @@ def test_quota_checks_catch_overcommitment() -> None:
     gpu = next(r for r in queue["spec"]["resourceGroups"][0]["flavors"][0]["resources"] if r["name"] == GPU)
     gpu["nominalQuota"] = 1000
     assert any("nominal GPU quotas" in p for p in kueue_problems(cluster, files))
-    cluster, files = cluster_of("superpod"), read(rendered("superpod"))
-    # KAI sees only the 32 Kubernetes-owned DGX (256 GPUs): a root queue over the fleet is refused.
-    root = next(q for q in files.kinds("Queue") if "parentQueue" not in q["spec"])
-    root["spec"]["resources"]["gpu"]["quota"] = 1024
+    cluster, files = cluster_of("nvl72"), read(rendered("nvl72"))
+    # KAI sees only the 72 Kubernetes-owned trays (288 GPUs): a root queue over the fleet is refused.
+    root = next(q for q in files.kinds("Queue", KAI_GROUP) if "parentQueue" not in q["spec"])
+    root["spec"]["resources"]["gpu"]["quota"] = 576
     assert any("GPUs KAI sees" in p for p in kai_problems(cluster, files))
+    cluster, files = cluster_of("superpod"), read(rendered("superpod"))
+    # Volcano: the parent queue holds the 32 Kubernetes-owned DGX (256 GPUs), a tenant fits under it.
+    queues = {q["metadata"]["name"]: q for q in files.kinds("Queue", VOLCANO_GROUP)}
+    queues["research"]["spec"]["deserved"][GPU] = 250
+    queues["default"]["spec"]["capability"][GPU] = 8
+    queues["gpucluster"]["spec"]["capability"][GPU] = 1024
+    problems = volcano_problems(cluster, files)
+    assert any("children's deserved nvidia.com/gpu 442" in p for p in problems), problems
+    assert any("default queue may hold GPUs" in p for p in problems)
+    assert any("1024 GPUs > 256" in p for p in problems)
+    leaf = next(h for h in files.kinds("HyperNode") if h["spec"]["tier"] == 1)
+    leaf["spec"]["members"][0]["selector"]["labelMatch"]["matchLabels"][OWNER_LABEL] = SLURM_PODS
+    assert any("dgx097: in tier-1 HyperNodes []" in p for p in volcano_problems(cluster, files))

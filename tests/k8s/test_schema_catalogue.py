@@ -5,6 +5,9 @@ does what schemas/README.md says (checked on small samples, so without any upstr
 from __future__ import annotations
 
 import importlib.util
+import json
+import re
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -387,3 +390,97 @@ def test_script_refuses_what_it_cannot_convert(tmp_path: Path) -> None:
             [str(templated), "--out", str(tmp_path / "out"), "--project", "kueue", "--version", "1.0.0"]
         )
     assert not (tmp_path / "out").exists()
+
+
+def test_values_schemas_are_json_as_the_script_writes_them() -> None:
+    """values.schema.json (kept where upstream has one, for Helm's own validation) is JSON, dumped
+    the way the script dumps it."""
+    script = _script()
+    schemas = sorted(SCHEMAS.glob("*/*/charts/*/values.schema.json"))
+    assert schemas, "no chart of the catalogue has a values.schema.json (cert-manager's has)"
+    for path in schemas:
+        text = path.read_text()
+        assert script.transform_values_schema(json.loads(text)) == text, path
+
+
+def _git(repo: Path, *args: str) -> None:
+    env = {
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.com",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.com",
+        "HOME": str(repo),
+        "PATH": "/usr/bin:/bin",
+    }
+    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, env=env)
+
+
+def test_script_reads_a_release_from_git_at_its_tag(tmp_path: Path) -> None:
+    """--git: the files come from the clone at the tag (not the work tree, not later commits), from
+    the project's upstream paths only, with the commit and each file's repository path recorded;
+    a chart's symbolic link to a CRD folder is skipped, its values.schema.json kept."""
+    script = _script()
+    repo = tmp_path / "volcano"
+    chart = repo / "installer" / "helm" / "chart" / "volcano"
+    crds = repo / "config" / "crd" / "volcano" / "bases"
+    (chart / "templates").mkdir(parents=True)
+    crds.mkdir(parents=True)
+    (crds / "widgets.yaml").write_text(yaml.safe_dump(SAMPLE_CRD))
+    (crds / "README.md").write_text("not a CRD\n")
+    (chart / "Chart.yaml").write_text(SAMPLE_CHART)
+    (chart / "values.yaml").write_text(SAMPLE_VALUES)
+    (chart / "values.schema.json").write_text(
+        '{"type": "object", "properties": {"enabled": {"type": "boolean"}}}'
+    )
+    (chart / "templates" / "x.yaml").write_text("{{ .Values.enabled }}\n")
+    (chart / "crds").symlink_to("../../../../config/crd/volcano/bases")
+    (repo / "other").mkdir()
+    (repo / "other" / "stray.yaml").write_text(yaml.safe_dump(SAMPLE_CRD))
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "release")
+    _git(repo, "tag", "v1.2.3")
+    (chart / "values.yaml").write_text("later: true\n")
+    _git(repo, "commit", "-q", "-am", "after the release")
+    out = tmp_path / "schemas"
+    assert (
+        script.main(["--git", str(repo), "--project", "volcano", "--version", "1.2.3", "--out", str(out)])
+        == 0
+    )
+    folder = out / "volcano" / "1.2.3"
+    names = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+    assert names == [
+        "SOURCE.yaml",
+        "charts/widget/Chart.yaml",
+        "charts/widget/values.schema.json",
+        "charts/widget/values.yaml",
+        "crds/example.com_widgets.yaml",
+    ]
+    assert yaml.safe_load((folder / "charts/widget/values.yaml").read_text()) == yaml.safe_load(SAMPLE_VALUES)
+    assert json.loads((folder / "charts/widget/values.schema.json").read_text())["type"] == "object"
+    record = yaml.safe_load((folder / "SOURCE.yaml").read_text())
+    assert record["tag"] == "v1.2.3" and len(record["commit"]) == 40
+    assert record["repository"] == "https://github.com/volcano-sh/volcano"
+    assert {name: entry["from"] for name, entry in record["files"].items()} == {
+        "charts/widget/Chart.yaml": "installer/helm/chart/volcano/Chart.yaml",
+        "charts/widget/values.schema.json": "installer/helm/chart/volcano/values.schema.json",
+        "charts/widget/values.yaml": "installer/helm/chart/volcano/values.yaml",
+        "crds/example.com_widgets.yaml": "config/crd/volcano/bases/widgets.yaml",
+    }
+    with pytest.raises(SystemExit, match=r"v9\.9\.9"):
+        script.main(["--git", str(repo), "--project", "volcano", "--version", "9.9.9", "--out", str(out)])
+
+
+def test_role_scenarios_expect_the_pinned_versions() -> None:
+    """Each Kubernetes role's Molecule verify checks that the plan installs the pinned version."""
+    versions = Versions()
+    pins = {addon.name: getattr(versions, addon.version).version for addon in ADDONS}
+    checked = set()
+    for verify in sorted(REPO.glob("roles/*/molecule/default/verify.yml")):
+        text = verify.read_text()
+        release = re.search(r"/helm-([a-z0-9-]+)\.yaml", text)
+        for expected in re.findall(r"release\.chart_version == '([^']+)'", text):
+            assert release, verify
+            assert expected == pins[release.group(1)], f"{verify}: {expected}, pin {pins[release.group(1)]}"
+            checked.add(release.group(1))
+    assert len(checked) >= 6, checked

@@ -59,7 +59,8 @@ def _variant(tmp_path: Path, base: str, edit: Callable[[Obj], None]) -> tuple[Cl
 
 def _nvl72_on_kubernetes(cluster: Obj) -> None:
     """nvl72 with racks 5-8 in Slurm on Kubernetes (Slinky, accounting, DRA): NVLink blocks and a
-    switch tree, both topologies of topology.yaml."""
+    switch tree, both topologies of topology.yaml. Slurm 25.11, the oldest the pinned Slinky runs."""
+    cluster["slurm"]["version"] = "25.11"
     cluster["nodes"][1]["owner"] = SLURM_PODS
     for tenant in cluster["tenants"]:
         tenant["gpus"][SLURM_PODS] = tenant["gpus"].pop("kubernetes")

@@ -30,8 +30,13 @@ def _numbers(inventory: str, owner: Owner) -> dict[str, GpuQuota]:
     return {name: per[owner] for name, per in cluster.tenant_gpus.items() if owner in per}
 
 
-def _objects(inventory: str, kind: str) -> dict[str, dict[str, Any]]:
-    return {d["metadata"]["name"]: d for _, d in documents(inventory) if d["kind"] == kind}
+def _objects(inventory: str, kind: str, group: str | None = None) -> dict[str, dict[str, Any]]:
+    """Objects of a kind by name (of an API group: KAI and Volcano both have a Queue)."""
+    return {
+        d["metadata"]["name"]: d
+        for _, d in documents(inventory)
+        if d["kind"] == kind and (group is None or d["apiVersion"].startswith(f"{group}/"))
+    }
 
 
 def test_slurm_accounts_carry_the_slurm_numbers(inventory: str) -> None:
@@ -71,8 +76,15 @@ def test_kueue_queues_carry_the_kubernetes_numbers(inventory: str) -> None:
     numbers = _numbers(inventory, Owner.KUBERNETES)
     present, leaves = _in_kubernetes(inventory)
     queues = _objects(inventory, "ClusterQueue")
-    local = _objects(inventory, "LocalQueue")
-    assert set(queues) == leaves == set(local)
+    # Per tenant namespace: a LocalQueue of the tenant's name and `default` (jobs naming no queue).
+    local = {
+        (d["metadata"]["namespace"], d["metadata"]["name"]): d["spec"]["clusterQueue"]
+        for _, d in documents(inventory)
+        if d["kind"] == "LocalQueue"
+    }
+    namespace_of = {name: tenants_ns(inventory, name) for name in leaves}
+    assert set(queues) == leaves
+    assert set(local) == {(namespace_of[n], q) for n in leaves for q in (n, "default")}
     tenants = cluster_of(inventory).tenants_by_name
     for name in leaves:
         gpus = numbers.get(name, GpuQuota())
@@ -81,9 +93,14 @@ def test_kueue_queues_carry_the_kubernetes_numbers(inventory: str) -> None:
         assert _quantity_sum(queue, "borrowingLimit") == gpus.effective_limit - gpus.quota
         assert queue["spec"]["fairSharing"]["weight"] == tenants[name].fairshare
         assert queue["spec"]["cohortName"] == (tenants[name].parent or k8s.kueue.cohort)
-        assert local[name]["spec"]["clusterQueue"] == name
+        assert local[(namespace_of[name], name)] == local[(namespace_of[name], "default")] == name
     cohorts = _objects(inventory, "Cohort")
     assert set(cohorts) == ({k8s.kueue.cohort} | (present - leaves) if present else set())
+
+
+def tenants_ns(inventory: str, name: str) -> str:
+    tenant = cluster_of(inventory).tenants_by_name[name]
+    return tenant.namespace or tenant.name
 
 
 def test_kai_queues_carry_the_kubernetes_numbers(inventory: str) -> None:
@@ -94,7 +111,7 @@ def test_kai_queues_carry_the_kubernetes_numbers(inventory: str) -> None:
         return
     numbers = _numbers(inventory, Owner.KUBERNETES)
     present, _ = _in_kubernetes(inventory)
-    queues = _objects(inventory, "Queue")
+    queues = _objects(inventory, "Queue", "scheduling.run.ai")
     root = k8s.kai.parent_queue
     if not present:
         assert not queues
@@ -115,6 +132,32 @@ def test_kai_queues_carry_the_kubernetes_numbers(inventory: str) -> None:
         assert spec["parentQueue"] == (tenant.parent or root)
 
 
+def test_volcano_queues_carry_the_kubernetes_numbers(inventory: str) -> None:
+    """Volcano: a queue per tenant with Kubernetes numbers (and its ancestors) under gpucluster's
+    parent queue: `deserved` the quota, `capability` the limit, no `guarantee` unless reserve_quota."""
+    cluster = cluster_of(inventory)
+    k8s = cluster.spec.kubernetes
+    assert k8s is not None
+    queues = _objects(inventory, "Queue", "scheduling.volcano.sh")
+    if not k8s.volcano.enabled:
+        assert not queues
+        return
+    numbers = _numbers(inventory, Owner.KUBERNETES)
+    present, _ = _in_kubernetes(inventory)
+    top = k8s.volcano.parent_queue
+    assert set(queues) == present | {top, "default"}
+    owned = cluster.gpus_of(cluster.hosts_owned_by(Owner.KUBERNETES))
+    assert queues[top]["spec"]["capability"]["nvidia.com/gpu"] == owned
+    assert queues[top]["spec"]["parent"] == "root"
+    for name in present:
+        gpus = numbers.get(name, GpuQuota())
+        spec = queues[name]["spec"]
+        assert spec["deserved"]["nvidia.com/gpu"] == gpus.quota
+        assert spec["capability"]["nvidia.com/gpu"] == gpus.effective_limit
+        assert ("guarantee" in spec) == k8s.volcano.reserve_quota
+        assert spec["parent"] == (cluster.tenants_by_name[name].parent or top)
+
+
 def test_superpod_schedulers_get_different_numbers() -> None:
     """research has 384/640 GPUs in Slurm and 64/128 in Kubernetes; product only Slurm ones."""
     accounts = {a["name"]: a for a in yaml.safe_load(rendered("superpod")["slurm/accounts.yaml"])["accounts"]}
@@ -124,9 +167,10 @@ def test_superpod_schedulers_get_different_numbers() -> None:
     assert set(queues) == {"research", "inference"}
     assert _quantity_sum(queues["research"], "nominalQuota") == 64
     assert _quantity_sum(queues["research"], "borrowingLimit") == 64
-    kai = _objects("superpod", "Queue")
-    assert kai["research"]["spec"]["resources"]["gpu"]["quota"] == 64
-    assert kai["gpucluster"]["spec"]["resources"]["gpu"]["quota"] == 256
+    volcano = _objects("superpod", "Queue", "scheduling.volcano.sh")
+    assert volcano["research"]["spec"]["deserved"]["nvidia.com/gpu"] == 64
+    assert volcano["research"]["spec"]["capability"]["nvidia.com/gpu"] == 128
+    assert volcano["gpucluster"]["spec"]["deserved"]["nvidia.com/gpu"] == 256
     namespaces = {d["metadata"]["name"] for _, d in documents("superpod") if d["kind"] == "Namespace"}
     assert namespaces == {"research", "inference"}
 

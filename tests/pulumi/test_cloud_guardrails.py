@@ -287,6 +287,7 @@ def test_owner_split_inside_one_fabric_unit(tmp_path: Path) -> None:
         ]
         cluster["partitions"] = [{"name": "batch", "nodes": ["slinky"]}]
         cluster["kubernetes"]["slurm"] = {"operator": "slinky"}
+        cluster["slurm"]["version"] = "25.11"  # the oldest Slurm the pinned Slinky runs
 
     inventory = inventory_copy(tmp_path, "aws-prod", split_leaf)
     hosts = yaml.safe_load((inventory / "hosts.yml").read_text())

@@ -181,6 +181,7 @@ def slinky_everywhere(cluster: dict[str, Any]) -> None:
     cluster["tenants"] = []
     cluster["kubernetes"]["slurm"] = {"operator": "slinky"}
     cluster["kubernetes"]["kueue"] = {"enabled": False}  # no Kubernetes-owned nodes left for it
+    cluster["slurm"]["version"] = "25.11"  # the oldest Slurm the pinned Slinky runs
 
 
 def plan_inventory(cloud: str, stack: str) -> Path:
