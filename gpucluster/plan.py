@@ -685,95 +685,18 @@ def kubernetes_apply_text(files: list[str], added: list[str], removed: list[str]
 
 # --- JSON --------------------------------------------------------------------------------------
 
-_UPDATES = sorted(u.name.lower() for u in Update if u != Update.NODE_LIST)
-_JSON: dict[str, Any] = {}  # any JSON value of the model
-_STRINGS = {"type": "array", "items": {"type": "string"}}
-_ENUM = {"enum": _UPDATES}
-# The document `gpucluster plan --json` prints (README, "gpucluster plan").
-PLAN_SCHEMA: dict[str, Any] = {
-    "$schema": "https://json-schema.org/draft/2020-12/schema",
-    "title": "gpucluster plan --json",
-    "type": "object",
-    "required": ["release", "changes", "files", "steps", "overall"],
-    "additionalProperties": False,
-    "properties": {
-        "release": {"type": "string", "description": "The Slurm release of the new inventory."},
-        "changes": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "required": ["path", "old", "new", "update", "needs", "files", "hosts"],
-                "additionalProperties": False,
-                "properties": {
-                    "path": {
-                        "type": "string",
-                        "description": "Where in the resolved model (`gpucluster show --json`).",
-                    },
-                    "old": {
-                        **_JSON,
-                        "description": "The value before, a JSON value of the model; null: absent.",
-                    },
-                    "new": {**_JSON, "description": "The value after; null: absent."},
-                    "update": {**_ENUM, "description": "What the step carrying it out does."},
-                    "needs": {**_ENUM, "description": "What it needs alone (at most `update`)."},
-                    "files": {**_STRINGS, "description": "The rendered files it changes."},
-                    "hosts": {**_STRINGS, "description": "For a change of hosts: which."},
-                },
-            },
-        },
-        "files": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "required": ["path", "status", "diff", "because", "update"],
-                "additionalProperties": False,
-                "properties": {
-                    "path": {"type": "string"},
-                    "status": {"enum": ["added", "removed", "changed"]},
-                    "diff": {**_STRINGS, "description": "Changed lines, `-old` and `+new`."},
-                    "because": {**_STRINGS, "description": "Paths of the changes that change it."},
-                    "update": {"enum": _UPDATES, "description": "That of the step installing it."},
-                },
-            },
-        },
-        "steps": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "required": ["scheduler", "action", "update", "hosts", "quotas", "text", "changes", "files"],
-                "additionalProperties": False,
-                "properties": {
-                    "scheduler": {"enum": [*(o.value for o in Owner), "hosts", "cluster"]},
-                    "action": {"enum": [a.value for a in Action]},
-                    "update": {"enum": _UPDATES},
-                    "hosts": _STRINGS,
-                    "quotas": {
-                        "type": "object",
-                        "additionalProperties": {
-                            "type": "object",
-                            "required": ["quota", "limit"],
-                            "properties": {"quota": {"type": "integer"}, "limit": {"type": "integer"}},
-                        },
-                    },
-                    "text": {"type": "string"},
-                    "changes": _STRINGS,
-                    "files": _STRINGS,
-                },
-            },
-        },
-        "overall": {
-            "oneOf": [
-                {"type": "null"},
-                {
-                    "type": "object",
-                    "required": ["update", "means"],
-                    "additionalProperties": False,
-                    "properties": {"update": {"enum": _UPDATES}, "means": {"type": "string"}},
-                },
-            ]
-        },
-    },
-}
+
+# The document `gpucluster plan --json` prints (README, "gpucluster plan"): one schema, package
+# data like the other commands' (gpucluster/output_schemas/plan.schema.json).
+def plan_schema() -> dict[str, Any]:
+    import json
+
+    from gpucluster.packagedata import data_path
+
+    schema: dict[str, Any] = json.loads(
+        data_path("output_schemas", "plan.schema.json").read_text(encoding="utf-8")
+    )
+    return schema
 
 
 # --- text --------------------------------------------------------------------------------------

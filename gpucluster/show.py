@@ -258,6 +258,8 @@ def as_json(cluster: Cluster) -> dict[str, Any]:
         **resolved_view(cluster),
         "release": release_facts(cluster.release),
         "releases": {name: {"proven": r.proven, "source": r.source} for name, r in RELEASES.items()},
+        # Each layer's own summary (Kubernetes: who schedules its GPU nodes), at the top level too.
+        **layer_summaries(cluster),
         "fleet": fleet(cluster),
     }
 

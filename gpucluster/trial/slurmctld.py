@@ -186,7 +186,7 @@ def expected_topology(cluster: Cluster) -> dict[str, tuple[frozenset[str], froze
     return {s.name: (frozenset(s.switches), nodes_below(s.name)) for s in cluster.switches}
 
 
-def _slurmdbd_conf(jwt_key: str | None, pid_file: str) -> str:
+def _slurmdbd_conf(jwt_key: str | None, pid_file: str = "/run/slurmdbd.pid") -> str:
     # Trial-only slurmdbd: socket-authenticated MariaDB user, no password on disk.
     jwt = ["AuthAltTypes=auth/jwt", f"AuthAltParameters=jwt_key={jwt_key}"] if jwt_key else []
     return "\n".join(
@@ -227,7 +227,7 @@ JWT_NOT_TRIED = (
 )
 
 
-def _jwt(slurm_conf: str, in_image: bool) -> tuple[str, str | None, list[str]]:
+def _jwt(slurm_conf: str, in_image: bool = False) -> tuple[str, str | None, list[str]]:
     """slurm.conf for the sandbox with the REST API's JWT lines, the key path the sandbox fills
     with a throwaway key (in its private state directory), and what the trial says about them.
     Without the plugin on this machine the lines are left out, and the trial says so."""

@@ -41,7 +41,7 @@ author: gpucluster maintainers (!UNKNOWN)
 
 EXAMPLES = r"""
 - name: Refuse a host whose sources offer another Slurm release
-  slurm_packages_check:
+  gpucluster.cluster.slurm_packages_check:
     host: "{{ inventory_hostname }}"
     release: "26.05"
     suite_hint: forky

@@ -34,7 +34,10 @@ def test_configless_lab_gives_nodes_the_controllers_in_order() -> None:
     assert lab["configless"] is True
     assert lab["conf_server"] == "ctl01,ctl02"
     # What the lab's nodes no longer hold: slurmctld serves it; healthcheck.conf it does not.
-    assert lab["served_files"] == ["slurm.conf", "cgroup.conf", "gres.conf", "topology.conf"]
+    # 26.05 serves topology.yaml too (25.05.2 and later).
+    assert lab["served_files"] == [
+        "slurm.conf", "cgroup.conf", "plugstack.conf", "gres.conf", "topology.conf", "topology.yaml",
+    ]  # fmt: skip
 
 
 def test_classic_cluster_serves_nothing() -> None:

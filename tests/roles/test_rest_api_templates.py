@@ -34,6 +34,7 @@ def slurmdbd_conf(jwt_key: str) -> str:
         slurm_dbd_db_password="secret",
         slurm_dbd_purge_after="",
         slurm_dbd_jwt_key=jwt_key,
+        slurm_dbd_pid_file="/run/slurmdbd/slurmdbd.pid",
     )
 
 
@@ -81,3 +82,7 @@ def test_slurmrestd_runs_unprivileged_on_tcp_with_jwt_only() -> None:
 
 def test_slurmrestd_loads_its_default_plugins_where_none_are_named() -> None:
     assert dropin([])[-1] == "ExecStart=/usr/sbin/slurmrestd -a rest_auth/jwt -t 20 0.0.0.0:6820"
+
+
+def test_slurmdbd_writes_its_pid_where_the_release_s_unit_lets_it() -> None:
+    assert "PidFile=/run/slurmdbd/slurmdbd.pid" in slurmdbd_conf(KEY).splitlines()

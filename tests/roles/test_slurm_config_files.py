@@ -1,15 +1,26 @@
-"""slurm_config_files decides reconfigure vs restart the way Slurm 22.05 needs."""
+"""slurm_config_files decides reconfigure vs restart the way each Slurm release needs: node-list
+changes restart the daemons before 24.11 and take `scontrol reconfigure` from 24.11 on."""
 
 from __future__ import annotations
 
 import yaml
+from jinja2 import Template
 
 from .conftest import ROLES, load_module
 
 config = load_module("slurm_config_files")
-REGEX = yaml.safe_load((ROLES / "slurm_common" / "defaults" / "main.yml").read_text())[
-    "slurm_common_restart_keys_regex"
-]
+DEFAULTS = yaml.safe_load((ROLES / "slurm_common" / "defaults" / "main.yml").read_text())
+
+
+def role_regex(reconfigure_node_changes: bool) -> str:
+    """The role's default, as Ansible templates it for a release."""
+    return Template(DEFAULTS["slurm_common_restart_keys_regex"]).render(
+        slurm_common_release={"reconfigure_node_changes": reconfigure_node_changes},
+        slurm_common_restart_keys=DEFAULTS["slurm_common_restart_keys"],
+    )
+
+
+REGEX = role_regex(False)  # 22.05
 
 BASE = "ClusterName=lab\nSlurmctldHost=ctl01\nNodeName=gpu[01-04] CPUs=2 Gres=gpu:h100:8\nPartitionName=gpu Nodes=gpu[01-04] MaxTime=1-00:00:00\nSlurmdTimeout=300\n"
 
@@ -36,9 +47,13 @@ def test_partition_time_change_is_a_reconfigure() -> None:
     assert decide({"slurm.conf": BASE}, {"slurm.conf": after})[1:] == (False, True)
 
 
-def test_node_list_change_is_a_restart() -> None:
+def test_node_list_change_is_a_restart_before_24_11_and_a_reconfigure_after() -> None:
     after = BASE.replace("gpu[01-04]", "gpu[01-05]")
     assert decide({"slurm.conf": BASE}, {"slurm.conf": after})[1:] == (True, False)
+    newer = config.decide(
+        {"slurm.conf": BASE}, {"slurm.conf": after}, role_regex(True), ["gres.conf", "cgroup.conf"]
+    )
+    assert newer[1:] == (False, True)
 
 
 def test_plugin_change_is_a_restart() -> None:

@@ -64,18 +64,19 @@ def test_conf_server_names_the_controllers_in_priority_order(inventories: Invent
     assert conf_server(load_cluster(small(inventories, configless=True))) == "head"
 
 
-def test_nodes_keep_only_what_slurmctld_does_not_serve() -> None:
+def test_nodes_keep_only_what_slurmctld_does_not_serve(inventories: InventoryFactory) -> None:
     lab = load_cluster(INVENTORIES / "lab")
     assert lab.spec.slurm.configless
     rendered = {p.removeprefix("slurm/") for p in render_files(lab, only=["slurm"])}
     kept = sorted(rendered - set(configless_served(lab)) - {"accounts.yaml"})
     # The health check's own file: no Slurm release serves it.
     assert kept == ["healthcheck.conf"]
-    assert configless_served(lab) == ["slurm.conf", "cgroup.conf", "gres.conf", "topology.conf"]
+    served = ["slurm.conf", "cgroup.conf", "plugstack.conf", "gres.conf", "topology.conf", "topology.yaml"]
+    assert configless_served(lab) == served
     # Slurm 22.05 serves no script, and topology.yaml not before 25.05.2.
     assert "topology.yaml" not in CONFIGLESS_SERVED
-    # Nodes lose only files gpucluster installed: a package's plugstack.conf stays.
-    assert "plugstack.conf" in CONFIGLESS_SERVED and "plugstack.conf" not in configless_served(lab)
+    older = load_cluster(small(inventories, configless=True))
+    assert older.release.name == "22.05" and "topology.yaml" not in configless_served(older)
 
 
 def test_topology_yaml_is_served_from_25_11(inventories: InventoryFactory) -> None:

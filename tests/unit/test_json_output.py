@@ -130,7 +130,7 @@ def test_every_command_reports_an_invalid_inventory_as_validate_does(inventories
     bad = inventories.copy_example("lab")
     cluster_file = bad / "group_vars" / "all" / "cluster.yml"
     text = cluster_file.read_text()
-    text = text.replace('version: "22.05"', 'version: "21.08"').replace("fairshare: 60", "fairshare: -1")
+    text = text.replace('version: "26.05"', 'version: "21.08"').replace("fairshare: 60", "fairshare: -1")
     cluster_file.write_text(text)
     text_mode = run_cli("validate", str(bad))
     assert text_mode.returncode == 2
@@ -177,7 +177,7 @@ def test_show_json_of_every_example() -> None:
 
 def test_plan_json_with_changes_and_moves(inventories: InventoryFactory) -> None:
     unchanged = output(run_cli("plan", "--json", "inventories/lab", "inventories/lab"), "plan")
-    assert unchanged == {"changes": [], "steps": [], "overall": None}
+    assert unchanged == {"release": "26.05", "changes": [], "files": [], "steps": [], "overall": None}
     old, new = lab_pair(inventories)  # gpu04 moves from Slurm to Kubernetes
     proc = run_cli("plan", "--json", str(old), str(new))
     assert proc.returncode == 0, proc.stderr
@@ -190,15 +190,20 @@ def test_trial_json_shape() -> None:
     cluster = load_cluster(INVENTORIES / "lab")
     expected = expected_topology(cluster)
     good = TrialResult(
-        started=True, log=["slurmctld version 22.05.8 started"], bad_lines=[], topology=expected
+        started=True, log=["slurmctld version 26.05.5 started"], bad_lines=[], topology=expected
     )
-    doc = trial_doc("inventories/lab", good, expected)
+    doc = trial_doc("inventories/lab", cluster, good)
     check("trial", doc)
-    assert doc["ok"] and doc["topology"]["matches"]
+    assert doc["ok"] and doc["topology"]["matches"] and doc["blocks"]["matches"] and doc["release"] == "26.05"
     bad = TrialResult(started=False, log=[], bad_lines=["fatal: bad"], notes=["no JWT plugin here"])
-    doc = trial_doc("inventories/lab", bad, expected)
+    doc = trial_doc("inventories/lab", cluster, bad)
     check("trial", doc)
     assert not doc["ok"] and doc["topology"]["seen"] == {} and doc["error_lines"] == ["fatal: bad"]
+    nvl72 = load_cluster(INVENTORIES / "nvl72")
+    blocks = TrialResult(started=True, log=[], bad_lines=[], topology=expected_topology(nvl72))
+    doc = trial_doc("inventories/nvl72", nvl72, blocks)
+    check("trial", doc)
+    assert not doc["ok"] and not doc["blocks"]["matches"] and len(doc["blocks"]["expected"]) == 4
 
 
 def test_trial_json_when_not_possible_here() -> None:

@@ -74,11 +74,8 @@ def test_slurm_to_kubernetes_steps_keep_one_owner_and_quotas_within_capacity(
         'scontrol update nodename=gpu04 state=drain reason="gpucluster: moving to kubernetes"'
         in steps[1].text
     )
-    # Slurm 22.05 learns a node list only on restart.
-    assert (
-        "restart slurmctld, then slurmd on every node (Slurm 22.05 learns node lists only on restart"
-        in steps[3].text
-    )
+    # The lab's 26.05 takes a node list with `scontrol reconfigure` (a restart before 24.11).
+    assert "scontrol reconfigure (Slurm 26.05 adds and removes nodes that way)" in steps[3].text
 
 
 def test_kubernetes_to_slurm_lowers_quotas_then_cordons_and_evicts(inventories: InventoryFactory) -> None:

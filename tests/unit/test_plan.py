@@ -4,6 +4,7 @@ policy its step uses on the target release; steps that each do something; JSON v
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import jsonschema
@@ -12,9 +13,9 @@ import pytest
 from gpucluster.layers import load_cluster
 from gpucluster.modelbase import Update
 from gpucluster.moves import Action
-from gpucluster.plan import PLAN_SCHEMA, Plan, make_plan, plan, required_action
+from gpucluster.plan import Plan, make_plan, plan, plan_schema, required_action
 from gpucluster.slurm.releases import RELEASES
-from tests.conftest import InventoryFactory, run_cli
+from tests.conftest import INVENTORIES, InventoryFactory, run_cli
 
 
 def edited(
@@ -40,9 +41,14 @@ def pair(
     cluster_edits: dict[str, str] | None = None,
     hosts_edits: dict[str, str] | None = None,
     example: str = "lab",
-    version: str | None = None,
+    version: str | None = "22.05",
 ) -> Plan:
-    both = {'version: "22.05"': f'version: "{version}"'} if version else {}
+    """The plan between two edited copies of an example, both pinned to `version` (the lab's
+    22.05 semantics by default: node-list changes restart the daemons there)."""
+    current = re.search(
+        r'    version: "([0-9.]+)"', (INVENTORIES / example / "group_vars/all/cluster.yml").read_text()
+    )
+    both = {current.group(0): f'    version: "{version}"'} if version and current else {}
     old = load_cluster(edited(inventories, both, None, example, "old"))
     new = load_cluster(edited(inventories, {**both, **(cluster_edits or {})}, hosts_edits, example, "new"))
     return make_plan(old, new)
@@ -208,7 +214,7 @@ def test_json_values_are_the_models(inventories: InventoryFactory) -> None:
         hosts_edits={"gpu[01:02]": "gpu[01:03]", "gpu[03:04]": "gpu04"},
     )
     doc = result.as_dict()
-    jsonschema.validate(doc, PLAN_SCHEMA)
+    jsonschema.validate(doc, plan_schema())
     changes = {c["path"]: c for c in doc["changes"]}
     assert changes["switches.leaf1.nodes"]["old"] == ["gpu01", "gpu02"]
     assert changes["tenants.research.slurm.limit"] == {
@@ -232,8 +238,8 @@ def test_cli_plan(inventories: InventoryFactory) -> None:
     assert "    -  gpu_limit: 24" in proc.stdout and "    +  gpu_limit: 28" in proc.stdout
     assert "overall: accounts" in proc.stdout
     doc = json.loads(run_cli("plan", "--json", "inventories/lab", str(new)).stdout)
-    jsonschema.validate(doc, PLAN_SCHEMA)
-    assert doc["release"] == "22.05"
+    jsonschema.validate(doc, plan_schema())
+    assert doc["release"] == "26.05"
 
 
 def test_the_policy_texts_follow_the_release_facts() -> None:

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from gpucluster.layers import load_cluster
 from gpucluster.moves import Action
-from gpucluster.plan import PLAN_SCHEMA, SEVERITY, make_plan, normalized
+from gpucluster.plan import SEVERITY, make_plan, normalized, plan_schema
 from gpucluster.render import render_files
 
 PAIRS = int(os.environ.get("GPUCLUSTER_PLAN_PAIRS", "300"))
@@ -232,4 +232,4 @@ def test_plan_lists_exactly_what_changes_deployed_files(
     installed = sorted(f for step in result.steps for f in step.files)
     assert installed == sorted(differing), "each changed file is installed by exactly one step"
     if len(result.changes) < 4:
-        jsonschema.validate(result.as_dict(), PLAN_SCHEMA)
+        jsonschema.validate(result.as_dict(), plan_schema())

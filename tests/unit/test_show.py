@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from gpucluster.slurm.releases import RELEASES
-from tests.conftest import run_cli
+from tests.conftest import InventoryFactory, run_cli
 
 
 def test_fleet_json_of_a_mixed_fleet() -> None:
@@ -56,7 +56,16 @@ def test_users_table_shows_ids_groups_and_tenants() -> None:
 
 def test_json_is_the_whole_resolved_model_with_hosts_as_lists() -> None:
     doc = json.loads(run_cli("show", "--json", "inventories/superpod").stdout)
-    assert set(doc) == {"cluster", "hosts", "switches", "tenants", "release", "releases", "fleet"}
+    assert set(doc) == {
+        "cluster",
+        "hosts",
+        "switches",
+        "tenants",
+        "release",
+        "releases",
+        "fleet",
+        "kubernetes",
+    }
     cluster = doc["cluster"]
     assert {
         "slurm",
@@ -77,14 +86,14 @@ def test_json_is_the_whole_resolved_model_with_hosts_as_lists() -> None:
     assert doc["switches"]["su1-leaf"]["nodes"][:2] == ["dgx001", "dgx002"]
     assert doc["tenants"]["research"]["slurm"]["limit"] == 640
     assert doc["tenants"]["research"]["kubernetes"]["quota"] == 64
-    assert doc["release"]["name"] == "22.05" and doc["release"]["proven"] is True
+    assert doc["release"]["name"] == "26.05" and doc["release"]["proven"] is True
     assert doc["releases"]["25.11"] == {"proven": False, "source": doc["releases"]["25.11"]["source"]}
 
 
 def test_text_has_every_section() -> None:
     out = run_cli("show", "inventories/superpod").stdout
     for title in (
-        "Slurm\n", "Slurm releases gpucluster knows", "Target release: Slurm 22.05", "Node types",
+        "Slurm\n", "Slurm releases gpucluster knows", "Target release: Slurm 26.05", "Node types",
         "Partitions", "Fabric tree", "Fleet:", "Tenants:", "QOS\n", "Users:", "Groups:", "Shared storage",
         "Kubernetes\n",
     ):  # fmt: skip
@@ -96,11 +105,14 @@ def test_text_has_every_section() -> None:
     )
     lab = run_cli("show", "inventories/lab").stdout
     assert "│ login hosts              │ login01 " in lab
-    assert "│ REST API                 │ http://ctl01:6820/slurm/v0.0.38/ (JWT)" in lab
+    assert "│ REST API                 │ http://ctl01:6820/slurm/v0.0.44/ (JWT)" in lab
 
 
-def test_the_releases_and_which_real_daemons_prove() -> None:
-    out = run_cli("show", "inventories/gke-prod").stdout
+def test_the_releases_and_which_real_daemons_prove(inventories: InventoryFactory) -> None:
+    gke = inventories.copy_example("gke-prod")
+    cluster_file = gke / "group_vars" / "all" / "cluster.yml"
+    cluster_file.write_text(cluster_file.read_text().replace('version: "26.05"', 'version: "25.11"'))
+    out = run_cli("show", str(gke)).stdout
     assert "Slurm 25.11 (facts from Slurm's documentation, not run here)" in out.splitlines()[0]
     rows = {line.split("│")[1].strip(): line for line in out.splitlines() if line.startswith("│ 2")}
     assert "target" in rows["25.11"] and "│ no " in rows["25.11"]

@@ -730,7 +730,13 @@ def configless_healthy(plan: Plan) -> Observations:
 def test_configless_nodes_fetch_what_controllers_hold(configless_plan: Plan) -> None:
     plan = configless_plan
     assert plan.fetching_hosts == ("g1", "g2", "g3", "g4")
-    assert list(plan.served_config) == ["slurm.conf", "cgroup.conf", "gres.conf", "topology.conf"]
+    assert list(plan.served_config) == [
+        "slurm.conf",
+        "cgroup.conf",
+        "plugstack.conf",
+        "gres.conf",
+        "topology.conf",
+    ]
     assert plan.served_config["slurm.conf"] == plan.expected_config["slurm.conf"]
     row = rows(plan, configless_healthy(plan))["slurm-config"]
     assert row.status == Status.PASS, row.detail
