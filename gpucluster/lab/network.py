@@ -8,13 +8,14 @@ only (per-bridge nf_call_iptables=0), whatever the host's br_netfilter settings.
 from __future__ import annotations
 
 import ipaddress
+import os
 from pathlib import Path
 
 from gpucluster.lab.paths import PREFIX
 from gpucluster.lab.shell import LabError, run
 from gpucluster.lab.state import LabState
 
-DEFAULT_SUBNET = "10.213.77.0/24"
+DEFAULT_SUBNET = os.environ.get("GPUCLUSTER_LAB_SUBNET", "10.213.77.0/24")
 BRIDGE = f"{PREFIX}0"
 
 

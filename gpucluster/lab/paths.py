@@ -13,8 +13,10 @@ DEFAULT_INVENTORY = REPO_ROOT / "inventories" / "lab"
 IMAGE_RECIPE_DIR = data_path("lab", "recipe")
 PLAYBOOK = REPO_ROOT / "playbooks" / "slurm.yml"
 
-# Every host object the lab creates carries this prefix, so `lab down` can be checked by eye.
-PREFIX = "gclab"
+# Every host object the lab creates carries this prefix, so `lab down` can be checked by eye. A
+# second lab on the same machine takes another prefix (at most 6 characters: interface names are
+# `<prefix><n>h`) and another subnet (GPUCLUSTER_LAB_SUBNET), with its own GPUCLUSTER_LAB_DIR.
+PREFIX = os.environ.get("GPUCLUSTER_LAB_PREFIX", "gclab")[:6]
 IMAGE_REPO = "localhost/gpucluster-lab"
 
 

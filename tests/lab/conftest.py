@@ -21,7 +21,7 @@ import pytest
 
 from gpucluster.cluster import Cluster
 from gpucluster.lab import network, nodes
-from gpucluster.lab.paths import DEFAULT_INVENTORY, podman_env, state_dir
+from gpucluster.lab.paths import DEFAULT_INVENTORY, PREFIX, podman_env, state_dir
 from gpucluster.lab.state import LabState
 from gpucluster.layers import load_cluster
 from tests.conftest import REPO, SCRUBBED_ENV, readme_commands
@@ -123,9 +123,9 @@ def lab_env() -> Iterator[Lab]:
             text=True,
             check=True,
         ).stdout.split()
-        assert not [n for n in names if n.startswith("gclab-")]
+        assert not [n for n in names if n.startswith(f"{PREFIX}-")]
         netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True).stdout
-        assert "gclab-" not in netns
+        assert f"{PREFIX}-" not in netns
         links = subprocess.run(
             ["ip", "-o", "link", "show"], capture_output=True, text=True, check=True
         ).stdout
