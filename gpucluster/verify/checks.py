@@ -695,12 +695,11 @@ def check_cleanup(plan: Plan, seen: Observations) -> CheckResult:
         return _jobs_missing("cleanup", seen.controller)
     if seen.controller.cleanup == "no job left":
         return CheckResult("cleanup", Status.PASS, f"no job named {plan.job_name} left in the queue")
-    return CheckResult(
-        "cleanup",
-        Status.FAIL,
-        f"{plan.job_name}: {seen.controller.cleanup or 'the runner did not say'}",
-        (seen.controller.host,),
-    )
+    said = seen.controller.cleanup or "the runner did not say"
+    # "jobs still queued: 60 61 on gpu[02-03]": the nodes that hold them; else the controller.
+    _, on, nodes = said.partition(" on ")
+    names = tuple(expand(nodes)) if on and said.startswith("jobs still queued") else (seen.controller.host,)
+    return CheckResult("cleanup", Status.FAIL, f"{plan.job_name}: {said}", names)
 
 
 # --- all ---------------------------------------------------------------------------------------

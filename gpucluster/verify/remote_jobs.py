@@ -103,7 +103,7 @@ def cleanup(job_name: str) -> str:
         deadline = time.monotonic() + CLEANUP_SECONDS
         while True:
             queue = subprocess.run(
-                ["squeue", "--noheader", f"--name={job_name}", "--format=%i"],
+                ["squeue", "--noheader", f"--name={job_name}", "--format=%i %N"],
                 capture_output=True,
                 text=True,
                 timeout=60,
@@ -112,13 +112,19 @@ def cleanup(job_name: str) -> str:
             if queue.returncode != 0:
                 lines = queue.stderr.strip().splitlines() or [f"exit {queue.returncode}"]
                 return f"squeue failed: {lines[-1][:300]}"
-            left = queue.stdout.split()
+            # Job id and the nodes it still holds (none while pending).
+            left = [line.split() for line in queue.stdout.splitlines() if line.strip()]
             if not left or time.monotonic() > deadline:
                 break
             time.sleep(1)
     except (OSError, subprocess.SubprocessError) as exc:
         return f"cleanup failed: {exc}"
-    return f"jobs still queued: {' '.join(left)}" if left else "no job left"
+    if not left:
+        return "no job left"
+    # A job that cannot end is held where its nodes do not answer: name them (`on NODES`).
+    jobs = " ".join(fields[0] for fields in left)
+    nodes = ",".join(sorted({fields[1] for fields in left if len(fields) > 1}))
+    return f"jobs still queued: {jobs}" + (f" on {nodes}" if nodes else "")
 
 
 def main(argv: list[str]) -> int:

@@ -76,6 +76,19 @@ class Lab:
         self.wait(lambda: self.ok("squeue", "--noheader").strip() == "", 60, "the queue to empty")
 
 
+def ran(log: str, header: str) -> bool:
+    """Whether a playbook log shows `TASK [role : name]` or `RUNNING HANDLER [role : name]`, the
+    role named short or by its collection (gpucluster.cluster.role)."""
+    kind, _, rest = header.partition(" [")
+    return re.search(rf"{re.escape(kind)} \[(gpucluster\.cluster\.)?{re.escape(rest)}", log) is not None
+
+
+def plain_gres(gres: str) -> str:
+    """A GRES as sinfo or the REST API prints it, without the socket or index suffix of a
+    gres.conf with Cores= (`gpu:h100:8(S:0)` -> `gpu:h100:8`)."""
+    return re.sub(r"\((S|IDX):[^)]*\)", "", gres)
+
+
 def run_scrubbed(command: str, timeout: float) -> subprocess.CompletedProcess[str]:
     """A README command, from the repository, with only what a fresh root shell has."""
     home = tempfile.mkdtemp(prefix="gpucluster-home-")

@@ -21,7 +21,7 @@ import pytest
 from gpucluster.lab.paths import DEFAULT_INVENTORY
 from gpucluster.layers import load_cluster
 
-from .conftest import LAB_UP_TIMEOUT, Lab, run_scrubbed
+from .conftest import LAB_UP_TIMEOUT, Lab, plain_gres, run_scrubbed
 from .test_fleet_move import move_out_and_back
 from .test_rest_api import call, token
 
@@ -113,7 +113,7 @@ def test_the_rest_api_answers_a_token(older_lab: OlderLab) -> None:
     lab = older_lab.lab
     status, data = call(lab, "GET", "/nodes", "alice", token(lab, "alice"))
     assert status == 200, data
-    assert {node["name"]: node["gres"] for node in data["nodes"]} == {
+    assert {node["name"]: plain_gres(node["gres"]) for node in data["nodes"]} == {
         f"gpu0{i}": "gpu:h100:8" for i in range(1, 5)
     }
     status, _ = call(lab, "GET", "/nodes", "alice")

@@ -8,7 +8,7 @@ import pytest
 
 from gpucluster.hostlists import compress, expand
 
-from .conftest import Lab
+from .conftest import Lab, plain_gres
 
 pytestmark = pytest.mark.lab
 
@@ -16,7 +16,11 @@ pytestmark = pytest.mark.lab
 def test_every_node_is_idle_with_eight_h100(lab_cluster: Lab) -> None:
     out = lab_cluster.ok("sinfo", "--noheader", "--Node", "--format=%N %T %G")
     rows = sorted(line.split() for line in out.splitlines())
-    assert rows == [[host, "idle", "gpu:h100:8"] for host in lab_cluster.cluster.hosts]
+    assert [[node, state, plain_gres(gres)] for node, state, gres in rows] == [
+        [host, "idle", "gpu:h100:8"] for host in lab_cluster.cluster.hosts
+    ]
+    # gres.conf binds the GPUs to their cores (Cores=), which Slurm shows as the socket.
+    assert all(gres.endswith("(S:0)") for _, _, gres in rows), rows
 
 
 def test_srun_on_all_nodes_prints_each_hostname(lab_cluster: Lab) -> None:

@@ -1,4 +1,6 @@
-"""Every role's Molecule scenario (converge, idempotence, testinfra verify) in a podman container."""
+"""Every role's Molecule scenario (converge, idempotence, testinfra verify) in podman containers of
+the lab image of the scenario's Slurm release: 26.05 for the roles' own scenarios, and
+slurm_common's `releases` scenario, which converges every Slurm role, on each older release."""
 
 from __future__ import annotations
 
@@ -31,8 +33,16 @@ OURS = [
     "users",
 ]
 # Further scenarios of a role, beside its default one.
-EXTRA_SCENARIOS = [("slurm_compute", "configless")]
-SCENARIOS = [(role, "default") for role in OURS] + EXTRA_SCENARIOS
+EXTRA_SCENARIOS = [("slurm_compute", "configless"), ("slurm_common", "releases")]
+# The release the roles' own scenarios target (molecule/inventory/*), and the older ones the
+# `releases` scenario converges every Slurm role on.
+SCENARIO_RELEASE = "26.05"
+OLDER_RELEASES = ("24.11", "22.05")
+SCENARIOS = [(role, "default", SCENARIO_RELEASE) for role in OURS] + [
+    (role, scenario, release)
+    for role, scenario in EXTRA_SCENARIOS
+    for release in (OLDER_RELEASES if scenario == "releases" else (SCENARIO_RELEASE,))
+]
 
 pytestmark = pytest.mark.molecule
 
@@ -59,12 +69,21 @@ def remove_leftover_containers(role: str, scenario: str, env: dict[str, str]) ->
     )
 
 
-@pytest.mark.parametrize(("role", "scenario"), SCENARIOS, ids=[f"{r}-{s}" for r, s in SCENARIOS])
-def test_molecule_scenario(role: str, scenario: str, tmp_path: Path) -> None:
-    tag, _ = image.ensure_image(lambda message: None)
+def test_the_roles_scenarios_target_the_scenario_release() -> None:
+    inventories = Path(__file__).resolve().parents[2] / "molecule" / "inventory"
+    for cluster_file in inventories.glob("*/group_vars/all/cluster.yml"):
+        assert f'version: "{SCENARIO_RELEASE}"' in cluster_file.read_text(), cluster_file
+
+
+@pytest.mark.parametrize(
+    ("role", "scenario", "release"), SCENARIOS, ids=[f"{r}-{s}-{v}" for r, s, v in SCENARIOS]
+)
+def test_molecule_scenario(role: str, scenario: str, release: str, tmp_path: Path) -> None:
+    tag, _ = image.ensure_image(lambda message: None, image.suite_of(release))
     env = {
         **venv_env(podman_env()),
         "GPUCLUSTER_LAB_IMAGE": tag,
+        "GPUCLUSTER_SLURM_RELEASE": release,
         "MOLECULE_EPHEMERAL_DIRECTORY": str(tmp_path / "molecule"),
         "ANSIBLE_FORCE_COLOR": "0",
         "NO_COLOR": "1",

@@ -409,6 +409,14 @@ def test_a_failed_job_runner_fails_the_job_checks(plan: Plan) -> None:
 def test_jobs_left_in_the_queue_fail_cleanup(plan: Plan) -> None:
     row = only_failure(plan, with_controller(healthy(plan), cleanup="jobs still queued: 71 72"))
     assert row.detail == f"{JOB_NAME}: jobs still queued: 71 72"
+    assert row.names == ("ctl1",)
+
+
+def test_jobs_left_on_nodes_that_do_not_answer_name_those_nodes(plan: Plan) -> None:
+    """A job whose node cannot end it (its slurmd does not understand slurmctld) stays queued there."""
+    row = only_failure(plan, with_controller(healthy(plan), cleanup="jobs still queued: 71 72 on g2,g[3-4]"))
+    assert row.detail == f"{JOB_NAME}: jobs still queued: 71 72 on g2,g[3-4]"
+    assert row.names == ("g2", "g3", "g4")
 
 
 # --- nccl ------------------------------------------------------------------------------------------

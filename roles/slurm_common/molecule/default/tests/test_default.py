@@ -32,3 +32,4 @@ def test_slurm_conf_parses_and_lists_the_node(host):
 
 def test_no_topology_file_for_a_cluster_without_a_fabric(host):
     assert not host.file("/etc/slurm/topology.conf").exists
+    assert not host.file("/etc/slurm/topology.yaml").exists

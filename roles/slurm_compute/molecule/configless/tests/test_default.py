@@ -13,7 +13,8 @@ import testinfra
 REPO = Path(__file__).resolve().parents[5]
 INVENTORY = REPO / "molecule" / "inventory" / "molconfigless"
 NODE = testinfra.get_host("podman://gccfgnode")
-SERVED = ["slurm.conf", "cgroup.conf", "gres.conf", "topology.conf"]
+# What slurmctld 26.05 serves of the rendered files (topology.yaml too, from 25.05.2 on).
+SERVED = ["slurm.conf", "cgroup.conf", "plugstack.conf", "gres.conf", "topology.yaml"]
 
 
 @pytest.fixture(scope="module")

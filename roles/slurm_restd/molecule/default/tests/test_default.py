@@ -49,7 +49,8 @@ def test_slurmrestd_listens_on_every_ipv4_address_with_jwt_only(host):
     assert f" uid:{host.user('slurmrestd').uid} " in listeners[0]
     command = host.check_output("ps -o args= -C slurmrestd")
     assert "-a rest_auth/jwt" in command and "rest_auth/local" not in command
-    assert "-s openapi/v0.0.38,openapi/dbv0.0.38" in command
+    # Slurm 26.05 (the scenario's release): the unversioned plugins and one data parser.
+    assert "-s openapi/slurmctld,openapi/slurmdbd -d data_parser/v0.0.44" in command
     # No Unix socket with local authentication (Debian's default).
     assert not host.file("/run/slurmrestd.socket").exists
 
@@ -70,20 +71,20 @@ def test_slurmctld_and_slurmdbd_accept_jwt(host):
 
 
 def test_a_request_without_a_token_is_refused(host):
-    status, _ = get(host, "/slurm/v0.0.38/ping")
+    status, _ = get(host, "/slurm/v0.0.44/ping")
     assert status == 401
 
 
 def test_a_token_from_scontrol_opens_the_api(host):
     headers = ("X-SLURM-USER-NAME: root", f"X-SLURM-USER-TOKEN: {token(host)}")
-    status, body = get(host, "/slurm/v0.0.38/ping", *headers)
+    status, body = get(host, "/slurm/v0.0.44/ping", *headers)
     assert status == 200, body
     assert json.loads(body)["pings"][0]["hostname"] == "gcrest01"
-    status, body = get(host, "/slurm/v0.0.38/nodes", *headers)
+    status, body = get(host, "/slurm/v0.0.44/nodes", *headers)
     assert status == 200, body
     assert [node["name"] for node in json.loads(body)["nodes"]] == ["gcnode-absent"]
     # Through slurmdbd: the cluster's accounting with the same token.
-    status, body = get(host, "/slurmdb/v0.0.38/config", *headers)
+    status, body = get(host, "/slurmdb/v0.0.44/config", *headers)
     assert status == 200, body
 
 
@@ -93,7 +94,7 @@ def test_a_forged_token_is_refused(host):
     head, claims, signature = real.split(".")
     forged = ".".join([head, claims, ("A" if signature[0] != "A" else "B") + signature[1:]])
     status, body = get(
-        host, "/slurm/v0.0.38/nodes", "X-SLURM-USER-NAME: root", f"X-SLURM-USER-TOKEN: {forged}"
+        host, "/slurm/v0.0.44/nodes", "X-SLURM-USER-NAME: root", f"X-SLURM-USER-TOKEN: {forged}"
     )
     assert status != 200, body
     assert "gcnode-absent" not in body
