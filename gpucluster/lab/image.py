@@ -21,7 +21,8 @@ from pathlib import Path
 from gpucluster.lab.paths import IMAGE_RECIPE_DIR, IMAGE_REPO, podman_env, state_dir
 from gpucluster.lab.shell import LabError, run
 
-DEFAULT_SUITE = "bookworm"
+# The suite of the lab inventory's release (26.05), for callers that name none.
+DEFAULT_SUITE = "forky"
 # debootstrap scripts of suites the host's (Debian 12) debootstrap does not know by name.
 DEBOOTSTRAP_SCRIPTS = {"forky": "/usr/share/debootstrap/scripts/sid"}
 # The archive is a stored snapshot: a suite whose Release file is past its Valid-Until (testing's
@@ -206,7 +207,7 @@ def main() -> None:
     import sys
 
     parser = argparse.ArgumentParser(prog="python -m gpucluster.lab.image")
-    parser.add_argument("--release", default=None, help="Slurm release (default: bookworm's 22.05)")
+    parser.add_argument("--release", default=None, help="Slurm release (default: 26.05, Debian forky)")
     parser.add_argument("--containers-conf", action="store_true")
     args = parser.parse_args()
     if args.containers_conf:

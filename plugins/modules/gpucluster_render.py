@@ -112,7 +112,8 @@ release:
   description: >-
     What the target Slurm release means on the hosts (from gpucluster.slurm.releases): name,
     target version, Debian suite, pid files, whether slurmctld/slurmdbd run as slurm, MariaDB
-    and PMIx needs, sackd, whether node-list changes need only a reconfigure.
+    and PMIx needs, sackd, whether node-list changes need only a reconfigure and whether a
+    reconfigure re-executes the daemons.
   type: dict
   returned: always
 packages:
@@ -180,6 +181,7 @@ def classify(cluster: Any) -> dict[str, Any]:
             "pmix": facts.packaging.pmix,
             "sackd": facts.sackd and facts.packaging.sackd,
             "reconfigure_node_changes": facts.reconfigure_node_changes,
+            "reconfigure_reexec": facts.reconfigure_reexec,
         },
         "packages": {
             "pin": f"{facts.name}.*",
