@@ -9,9 +9,10 @@ DOCUMENTATION = r"""
 module: slurm_packages_check
 short_description: Compare the Slurm a host offers and runs with the release the inventory targets
 description:
-  - Reads apt's view of O(package) (its candidate, apt pins applied, and its installed version)
-    and of every installed package of Slurm's source package, and compares their Slurm release
-    (YY.MM) with O(release).
+  - Reads apt's view of O(package) (every version the host's sources offer) and of every
+    installed package of Slurm's source package, and compares their Slurm release (YY.MM) with
+    O(release). Runs before the role pins the packages: it asks whether the target release is
+    offered at all, whatever else the sources hold.
   - Changes nothing. Fails, naming the host, the wanted and the offered release, when the
     sources offer another release (or none), and when an installed Slurm package belongs to
     another release (an upgrade or a downgrade, which is never done as a side effect).
@@ -49,7 +50,9 @@ EXAMPLES = r"""
 
 RETURN = r"""
 offered:
-  description: Candidate version of O(package) (empty when no source offers it).
+  description: >-
+    The newest version of O(package) of the target release the sources offer, else the newest
+    they offer (empty when no source offers it).
   type: str
   returned: always
 installed:
@@ -130,8 +133,11 @@ def main() -> None:
     cache: Any = apt.Cache()
     package = module.params["package"]
     offered = ""
-    if package in cache and cache[package].candidate is not None:
-        offered = cache[package].candidate.version
+    if package in cache:
+        versions = [version.version for version in cache[package].versions]
+        wanted = [v for v in versions if release_of(v) == module.params["release"]]
+        # python-apt lists them newest first.
+        offered = (wanted or versions or [""])[0]
     installed = {
         pkg.name: pkg.installed.version
         for pkg in cache

@@ -12,8 +12,9 @@ import pytest
 
 from gpucluster.lab import lab
 from gpucluster.lab.inventory import inventory_dir
-from gpucluster.lab.paths import DEFAULT_INVENTORY, REPO_ROOT
+from gpucluster.lab.paths import DEFAULT_INVENTORY, REPO_ROOT, state_dir
 from gpucluster.lab.playbook import PlaybookRun, run_playbook
+from gpucluster.lab.shell import LabError
 from gpucluster.slurm.render import configless_served
 
 from .conftest import Lab, ran
@@ -118,6 +119,45 @@ def _converge_with(changes: dict[str, str]) -> PlaybookRun:
 
 def _slurmctld_pid(lab_cluster: Lab) -> str:
     return lab_cluster.ok("systemctl", "show", "slurmctld", "--property=ExecMainPID", "--value").strip()
+
+
+def test_hosts_offering_another_release_are_refused_before_any_change(lab_cluster: Lab) -> None:
+    """The lab's hosts hold Debian forky's 26.05 and no other source: an inventory that targets
+    24.11 stops at the pre-flight play, naming each host, the wanted and the offered release, with
+    nothing installed, written or restarted (the following converge puts the lab inventory back)."""
+    hosts = [*lab_cluster.cluster.spec.slurm.controller, *lab_cluster.cluster.hosts]
+    before = {
+        host: lab_cluster.ok(
+            "sha256sum",
+            "/etc/slurm/plugstack.conf",
+            "/etc/apt/preferences.d/gpucluster-slurm.pref",
+            host=host,
+        )
+        for host in hosts[:2]
+    }
+    pid = _slurmctld_pid(lab_cluster)
+    with pytest.raises(LabError, match="ansible-playbook failed"):
+        _converge_with({'    version: "26.05"': '    version: "24.11"'})
+    log = (state_dir() / "ansible.log").read_text()
+    for host in hosts:
+        assert f"{host}: its package sources offer Slurm 26.05.5-1; the inventory targets 24.11" in log, host
+        assert f"{host}: runs Slurm 26.05 (" in log and "going to 24.11 is a downgrade" in log
+    # Nothing after the pre-flight play ran: no Unix account, munge, file or daemon task.
+    assert (
+        not ran(log, "TASK [users : ")
+        and not ran(log, "TASK [munge : ")
+        and not ran(log, "TASK [slurm_common : Install")
+    )
+    assert {
+        host: lab_cluster.ok(
+            "sha256sum",
+            "/etc/slurm/plugstack.conf",
+            "/etc/apt/preferences.d/gpucluster-slurm.pref",
+            host=host,
+        )
+        for host in hosts[:2]
+    } == before
+    assert _slurmctld_pid(lab_cluster) == pid
 
 
 def test_partition_change_is_applied_by_reconfigure(lab_cluster: Lab) -> None:
