@@ -19,7 +19,7 @@ from gpucluster.layers import load_cluster
 from gpucluster.render import render_files
 from gpucluster.slurm.conf_keys import KEYS, SOURCES
 from gpucluster.slurm.releases import RELEASES
-from gpucluster.slurm.written import written_keys
+from gpucluster.slurm.written import MODELLED, written_keys
 from tests.conftest import INVENTORIES, SMALL_CLUSTER, SMALL_HOSTS, InventoryFactory, example_inventories
 
 BASE = yaml.safe_load(textwrap.dedent(SMALL_CLUSTER))
@@ -189,13 +189,20 @@ def extra(**keys: Any) -> Callable[[dict[str, Any]], None]:
 
 def test_extra_keys_are_those_of_the_target_release(inventories: InventoryFactory) -> None:
     found = problems(
-        edited(inventories, extra(SelectTypeParameter="CR_Core", SchedulerType="sched/builtin", KillWait=30))
+        edited(
+            inventories,
+            extra(
+                SelectTypeParameter="CR_Core", SchedulerType="sched/builtin", KillWait=30, SlurmUser="root"
+            ),
+        )
     )
     assert sorted(p.split(": ", 1)[1] for p in found) == [
-        "cluster.slurm.extra.SchedulerType: SchedulerType is written by gpucluster's slurm.conf (always "
-        "written); remove it here (Slurm would keep one of the two lines)",
+        "cluster.slurm.extra.KillWait: KillWait is cluster.slurm.timeouts.kill_wait: set it there",
+        "cluster.slurm.extra.SchedulerType: SchedulerType is cluster.slurm.scheduler_type: set it there",
         "cluster.slurm.extra.SelectTypeParameter: `SelectTypeParameter` is not a slurm.conf key of Slurm "
         "22.05: did you mean `SelectTypeParameters`?",
+        "cluster.slurm.extra.SlurmUser: SlurmUser is written by gpucluster's slurm.conf (always "
+        "written); remove it here (Slurm would keep one of the two lines)",
     ]
 
 
@@ -208,10 +215,14 @@ def test_a_key_of_another_release_says_which_had_it(inventories: InventoryFactor
 
 
 def test_written_keys_are_refused_in_any_spelling(inventories: InventoryFactory) -> None:
-    found = problems(edited(inventories, extra(clustername="x", AccountingStoragePort=7000)))
-    assert sorted(p.split(": ", 2)[2].split(" is written by ")[0] for p in found) == [
-        "AccountingStoragePort",
-        "ClusterName",
+    found = problems(
+        edited(inventories, extra(clustername="x", AccountingStoragePort=7000, authtype="auth/x"))
+    )
+    assert sorted(p.split(": ", 2)[2] for p in found) == [
+        "AccountingStoragePort is cluster.slurm.accounting.port: set it there",
+        "AuthType is written by gpucluster's slurm.conf (always written); remove it here (Slurm would keep "
+        "one of the two lines)",
+        "ClusterName is cluster.name: set it there",
     ]
 
 
@@ -247,7 +258,7 @@ def test_written_keys_are_what_slurm_conf_holds(example: str) -> None:
         return
     found = global_keys(conf)
     written = set(written_keys(cluster.spec))
-    # Every line gpucluster writes is in the table, and the table says when it is written.
-    assert found - written - set(cluster.spec.slurm.extra) <= {"SlurmctldParameters"}
+    # Every line gpucluster writes is in the tables, and the table says when it is written.
+    assert found - written - set(MODELLED) - set(cluster.spec.slurm.extra) == set()
     assert written - found <= {"DefCpuPerGPU", "DefMemPerGPU"}  # on the partitions' lines
     assert all(key in KEYS[cluster.release.name] for key in found)
