@@ -1060,7 +1060,9 @@ class SlurmSettings(Strict):
         default="cgroup",
     )
     task_plugins: list[Literal["cgroup", "affinity", "none"]] = spec(
-        "TaskPlugin list, in order.", Update.RESTART, default_factory=lambda: ["cgroup", "affinity"]
+        "TaskPlugin list, in order; empty (or none): no task plugin, Slurm's default.",
+        Update.RESTART,
+        default_factory=lambda: ["cgroup", "affinity"],
     )
     job_acct_gather_type: Literal["cgroup", "linux", "none"] | None = spec(
         "JobAcctGatherType (jobacct_gather/<type>): how job usage is measured. Default: cgroup with "

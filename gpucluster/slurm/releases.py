@@ -182,6 +182,9 @@ class Release:
     # Prolog= and Epilog= may be given on several lines, each a program (24.05+; before, one
     # line, which may be a glob).
     several_prologs: bool = False
+    # The `none` plugins exist (jobacct_gather/none, task/none, ...); 23.11 removed them: no
+    # plugin is named by leaving the key out.
+    none_plugins: bool = False
     # PrologFlags values the release knows.
     prolog_flags: tuple[str, ...] = ("Alloc", "Contain", "DeferBatch", "NoHold", "Serial", "X11")
     # Where the facts were read.
@@ -231,6 +234,7 @@ RELEASES: dict[str, Release] = {
             autodetect_nvidia=False,
             slurmctld_http=False,
             configless_serves_prolog=False,
+            none_plugins=True,
             source="Debian bookworm 22.05.8 (real daemons)",
         ),
         Release(
@@ -255,6 +259,7 @@ RELEASES: dict[str, Release] = {
             slurmctld_http=False,
             configless_serves_prolog=False,
             prolog_flags=_PROLOG_FLAGS_23_02,
+            none_plugins=True,
             source=_DOCS,
         ),
         Release(

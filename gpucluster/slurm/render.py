@@ -302,11 +302,12 @@ def _core_section(cluster: Cluster, has_gpus: bool, topology: str | None) -> lis
         if preemption.exempt_time is not None:
             lines.append(("PreemptExemptTime", preemption.exempt_time))
         lines += _listed("PreemptParameters", preemption.parameters)
-    lines += [
-        ("ProctrackType", f"proctrack/{slurm.proctrack}"),
-        ("TaskPlugin", ",".join(f"task/{name}" for name in slurm.task_plugins)),
-        ("JobAcctGatherType", f"jobacct_gather/{job_acct_gather(spec)}"),
-    ]
+    lines.append(("ProctrackType", f"proctrack/{slurm.proctrack}"))
+    plugins = [name for name in slurm.task_plugins if name != "none" or cluster.release.none_plugins]
+    lines += _listed("TaskPlugin", [f"task/{name}" for name in plugins])
+    gather = job_acct_gather(spec)
+    if gather != "none" or cluster.release.none_plugins:
+        lines.append(("JobAcctGatherType", f"jobacct_gather/{gather}"))
     if slurm.propagate_resource_limits is not None:
         lines.append(("PropagateResourceLimits", ",".join(slurm.propagate_resource_limits)))
     lines += _listed("PropagateResourceLimitsExcept", slurm.propagate_resource_limits_except)

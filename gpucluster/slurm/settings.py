@@ -49,9 +49,7 @@ def priority_lines(spec: ClusterSpec) -> list[tuple[str, str]]:
         return []
     priority = spec.slurm.priority or Priority()
     lines = [("PriorityType", f"priority/{priority.type}")]
-    if priority.type != "multifactor":
-        return lines
-    fill = FAIRSHARE_PRIORITY if fair_share_priority(spec) else {}
+    fill = FAIRSHARE_PRIORITY if fair_share_priority(spec) and priority.type == "multifactor" else {}
     for field, key in PRIORITY_KEYS.items():
         value = getattr(priority, field)
         if value is None or value == []:
