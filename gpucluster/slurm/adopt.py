@@ -145,7 +145,7 @@ def import_cluster(files: SiteFiles, version_text: str, shown: dict[Path, str] |
         files=list(view.files),
         hosts_yml=hosts_yml,
         cluster_yml=cluster_yml,
-        placements=_with_types(placements, nodes),
+        placements=placements,
         view=view,
         original_lines=_conf_lines(files, shown),
     )
@@ -157,20 +157,6 @@ def import_cluster(files: SiteFiles, version_text: str, shown: dict[Path, str] |
 
 def _disposition(d: Any) -> Placement:
     return Placement(str(d.where) if d.where else "", d.written, d.kind, d.becomes, d.reason)
-
-
-def _with_types(placements: list[Placement], nodes: NodeImport) -> list[Placement]:
-    """Node settings were placed before the node types had names: name them where one type holds
-    all of a line's hosts."""
-    if len(nodes.node_types) != 1:
-        return placements
-    (name,) = nodes.node_types
-    return [
-        Placement(p.where, p.written, p.kind, p.target.replace("<type>", name), p.reason)
-        if "<type>" in p.target
-        else p
-        for p in placements
-    ]
 
 
 def _conf_lines(files: SiteFiles, shown: dict[Path, str] | None) -> int:

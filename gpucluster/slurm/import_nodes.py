@@ -58,6 +58,8 @@ class NodeImport:
     entry_groups: list[str] = field(default_factory=list)
     entry_of_host: dict[str, dict[str, Any]] = field(default_factory=dict)
     refused_nodes: bool = False
+    # Placements made for a NodeName line before the node types had names: (first, last, a host).
+    line_placements: list[tuple[int, int, str]] = field(default_factory=list)
 
     @property
     def release(self) -> str:
@@ -334,7 +336,10 @@ class NodeImport:
         records: dict[str, tuple[Hardware, dict[str, Any], dict[str, Any] | None]] = {}
         spec_cache: dict[tuple[Any, ...], dict[str, Any] | None] = {}
         for host, definition in view.hosts.items():
+            first = len(self.g.placements)
             hardware = self.hardware(definition)
+            if len(self.g.placements) > first:
+                self.line_placements.append((first, len(self.g.placements), host))
             if hardware is None:
                 continue
             layout = dict(hardware.layout)
@@ -350,17 +355,28 @@ class NodeImport:
             return
         self.place_gres_lines()
         self.make_types(records)
+        for first, last, host in self.line_placements:
+            name = self.type_of.get(host)
+            for index in range(first, last):
+                placement = self.g.placements[index]
+                if name is not None and "<type>" in placement.target:
+                    target = placement.target.replace("<type>", name)
+                    self.g.placements[index] = Placement(
+                        placement.where, placement.written, placement.kind, target, placement.reason
+                    )
 
     def place_gres_lines(self) -> None:
         seen: set[int] = set()
-        for lines in self.view.gres.values():
+        for host, lines in self.view.gres.items():
             for line in lines:
                 if id(line) not in seen:
                     seen.add(id(line))
-                    text = " ".join(f"{k}={v}" for k, v in line.options.items())
+                    text = " ".join(f"{k.capitalize()}={v}" for k, v in line.options.items())
+                    first = len(self.g.placements)
                     self.g.placements.append(
                         Placement(str(line.where), text, NATIVE, "cluster.node_types.<type>.gpus")
                     )
+                    self.line_placements.append((first, first + 1, host))
 
     def make_types(self, records: dict[str, tuple[Hardware, dict[str, Any], dict[str, Any] | None]]) -> None:
         """Node types (one per hardware, GPU type included), their usual memory, features, weight
@@ -518,15 +534,23 @@ class NodeImport:
     def atom_names(
         self, entry_name: str, signatures: list[tuple[Any, ...]], taken: set[str]
     ) -> dict[tuple[Any, ...], str]:
+        """Names of a cluster.nodes entry's atoms after what sets them apart: their leaf switch,
+        block, or the partitions only some of them are in."""
         leaves = {s[2] for s in signatures}
+        blocks = {s[3] for s in signatures}
+        common = set.intersection(*(set(s[1]) for s in signatures))
+        own_sets = {tuple(sorted(set(s[1]) - common)) for s in signatures}
+        by_partitions = len(own_sets) == len(signatures) and not any(s[4] for s in signatures)
         names: dict[tuple[Any, ...], str] = {}
         for number, signature in enumerate(signatures, start=1):
-            leaf = signature[2]
-            block = signature[3]
+            leaf, block = signature[2], signature[3]
+            own = [self.view.partitions[i].name for i in signature[1] if i not in common]
             if leaf is not None and len(leaves) == len(signatures):
                 base = f"{entry_name}_{_group(leaf)}"
-            elif block is not None and len({s[3] for s in signatures}) == len(signatures):
+            elif block is not None and len(blocks) == len(signatures):
                 base = f"{entry_name}_{_group(block)}"
+            elif by_partitions:
+                base = f"{entry_name}_{_group('_'.join(own) or 'main')}"
             else:
                 base = f"{entry_name}_{number}"
             names[signature] = _unique(base, taken)

@@ -701,7 +701,7 @@ class GlobalImport:
             if absent("AccountingStorageEnforce"):
                 accounting["enforce"] = []
         priority = s.get("priority")
-        if priority is not None and "type" not in priority:
+        if priority is not None and absent("PriorityType"):
             default = _strip("priority", global_default("PriorityType", release) or "")
             if default != "multifactor":
                 priority["type"] = default
