@@ -139,7 +139,8 @@ def import_cluster(files: SiteFiles, version_text: str, shown: dict[Path, str] |
         *(_disposition(d) for d in view.dispositions if d.kind != REFUSED),
         *globals_.placements,
     ]
-    placements = [p for p in placements if p.written]
+    # A DEFAULT line's options are placed with every line that takes them: once is enough.
+    placements = list({(p.where, p.written, p.kind, p.target): p for p in placements if p.written}.values())
     result = ImportResult(
         version=str(version),
         files=list(view.files),

@@ -11,6 +11,8 @@ from typing import Any
 import yaml
 
 _PLAIN = re.compile(r"^[A-Za-z_/][A-Za-z0-9_./+@-]*$")
+# A mapping of `blocks` fits on one line up to this width; longer, it takes a line per key.
+WIDTH = 110
 
 
 def scalar(value: Any) -> str:
@@ -40,14 +42,16 @@ def dump(
     data: dict[str, Any], flow_depth: int, header: str = "", blocks: tuple[tuple[str, ...], ...] = ()
 ) -> str:
     """`data` with mappings at depth `flow_depth` or deeper (the top is 0) on one line each, but
-    for the mappings at the key paths of `blocks` (e.g. a switch tree: a line per switch)."""
+    for the mappings at the key paths of `blocks` longer than a line (e.g. a switch tree: a line
+    per switch)."""
     lines = ["---"] + ([f"# {line}" if line else "#" for line in header.splitlines()] if header else [])
 
     def block(mapping: dict[str, Any], depth: int, path: tuple[str, ...] = ()) -> None:
         indent = "  " * depth
         for key, value in mapping.items():
             here = (*path, str(key))
-            if isinstance(value, dict) and value and (depth + 1 < flow_depth or here in blocks):
+            long = len(indent) + len(str(key)) + 2 + len(flow(value)) > WIDTH
+            if isinstance(value, dict) and value and (depth + 1 < flow_depth or (here in blocks and long)):
                 lines.append(f"{indent}{scalar(key)}:")
                 block(value, depth + 1, here)
             elif isinstance(value, list) and value and any(isinstance(v, dict) for v in value):

@@ -129,6 +129,8 @@ def compare_settings(left: View, right: View) -> list[Difference]:
     a, b = _global_values(left), _global_values(right)
     out: list[Difference] = []
     for key in sorted(set(a) | set(b)):
+        if key == "topologyplugin":
+            continue  # the topology in use: compare_topology (topology.yaml needs no plugin)
         first = a[key] if key in a else normal_global(key, None, release)
         second = b[key] if key in b else normal_global(key, None, release)
         if first != second:
@@ -321,6 +323,11 @@ def compare_gres(left: View, right: View) -> list[Difference]:
         if host not in right.hosts:
             continue
         a, b = normal(left.gres.get(host, [])), normal(right.gres.get(host, []))
+        if left.autodetect.get(host, "off") not in ("off", "no") and left.autodetect.get(
+            host
+        ) == right.autodetect.get(host):
+            # The driver gives slurmd the GPUs: lines without File= only repeat slurm.conf's Gres.
+            a, b = frozenset(e for e in a if e[3]), frozenset(e for e in b if e[3])
         if a != b:
             grouped.setdefault(("gres", _gres_text(a), _gres_text(b)), []).append(host)
         auto_a, auto_b = left.autodetect.get(host, "off"), right.autodetect.get(host, "off")

@@ -482,7 +482,7 @@ class NodeImport:
         for signature in atoms:
             entries.setdefault(signature[0], []).append(signature)
         taken = set(view.hosts) | set(view.switches) | set(view.blocks) | self.other_hosts()
-        entry_names = self.entry_names(entries, taken)
+        entry_names = self.entry_names(entries, atoms, taken)
         for entry, signatures in entries.items():
             entry_name = entry_names[entry]
             if len(signatures) == 1:
@@ -518,16 +518,17 @@ class NodeImport:
         return hosts
 
     def entry_names(
-        self, entries: dict[tuple[Any, ...], list[tuple[Any, ...]]], taken: set[str]
+        self,
+        entries: dict[tuple[Any, ...], list[tuple[Any, ...]]],
+        atoms: dict[tuple[Any, ...], list[str]],
+        taken: set[str],
     ) -> dict[tuple[Any, ...], str]:
+        """A cluster.nodes entry's group: its node type's name for the entry without overrides,
+        else the name its first host has without its number (both made unique)."""
         names: dict[tuple[Any, ...], str] = {}
-        count = Counter(entry[0] for entry in entries)
-        numbers: Counter[str] = Counter()
-        for entry in entries:
-            base = _group(entry[0])
-            if count[entry[0]] > 1 and entry[1]:
-                numbers[base] += 1
-                base = f"{base}_{numbers[base] + 1}"
+        for entry, signatures in entries.items():
+            first = atoms[signatures[0]][0]
+            base = _group(entry[0]) if not entry[1] else _group(_prefix(first))
             names[entry] = _unique(base, taken)
         return names
 

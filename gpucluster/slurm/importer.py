@@ -99,8 +99,10 @@ class Globals:
         self, setting: Setting | None, kind: str, target: str = "", reason: str = "", written: str = ""
     ) -> None:
         text = written or (_written(setting) if setting else "")
-        if setting is not None and setting.translation is not None and kind == NATIVE:
-            kind, reason = MAPPED, reason or setting.translation.reason
+        if setting is not None and setting.translation is not None and kind in (NATIVE, EXTRA):
+            kind, reason = MAPPED, setting.translation.reason
+        elif setting is not None and setting.translation is not None and kind == DEFAULT:
+            reason = f"{setting.translation.reason}: {reason}"
         self.placements.append(Placement(_where(setting), text, kind, target, reason))
 
     def refuse(self, setting: Setting | None, reason: str) -> None:

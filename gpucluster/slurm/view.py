@@ -214,8 +214,9 @@ class ViewBuilder:
                 )
                 return
         if translation is not None:
-            becomes = " ".join(f"{k}={v}" for k, v in translation.settings)
-            self.note(option, translation.kind, translation.reason, becomes)
+            if translation.kind != "mapped":
+                # A mapped setting is placed where it lands (the importer), with this reason.
+                self.note(option, translation.kind, translation.reason)
             for key, value in translation.settings:
                 self.store(Option(key, value, option.where), translation, f"{option.key}={option.value}")
             return
@@ -268,11 +269,14 @@ class ViewBuilder:
 
     def node_options(self, record: Record) -> dict[str, Setting]:
         options: dict[str, Setting] = {}
+        has_cpus = any(o.lower == "cpus" for o in record.options)
         for option in record.options:
+            if option.lower == "procs" and has_cpus:
+                # Slurm reads CPUs when a line gives both (read_config.c).
+                self.note(option, "dropped", "the line gives CPUs=, which Slurm reads instead of Procs=")
+                continue
             translation = translate_node(option.key, option.value)
             pairs = translation.settings if translation else ((option.key, option.value),)
-            if translation:
-                self.note(option, translation.kind, translation.reason, f"{pairs[0][0]}={pairs[0][1]}")
             for key, value in pairs:
                 lower = key.lower()
                 name = "Feature" if lower == "features" else self.node_keys.get(lower)
@@ -281,7 +285,9 @@ class ViewBuilder:
                         option.where, key, f"not an option of NodeName lines in Slurm {self.release.name}"
                     )
                     continue
-                options[name] = Setting(name, value, option.where, f"{option.key}={option.value}")
+                options[name] = Setting(
+                    name, value, option.where, f"{option.key}={option.value}", translation
+                )
         return options
 
     def add_nodes(self, record: Record, default: dict[str, Setting]) -> dict[str, Setting]:
@@ -357,10 +363,6 @@ class ViewBuilder:
         for option in record.options:
             translation = translate_partition(option.key, option.value)
             pairs = translation.settings if translation else ((option.key, option.value),)
-            if translation:
-                self.note(
-                    option, translation.kind, translation.reason, " ".join(f"{k}={v}" for k, v in pairs)
-                )
             for key, value in pairs:
                 name = self.partition_keys.get(key.lower())
                 if name is None:
@@ -370,7 +372,9 @@ class ViewBuilder:
                         f"not an option of PartitionName lines in Slurm {self.release.name}",
                     )
                     continue
-                options[name] = Setting(name, value, option.where, f"{option.key}={option.value}")
+                options[name] = Setting(
+                    name, value, option.where, f"{option.key}={option.value}", translation
+                )
         if record.name.upper() == "DEFAULT":
             return {**default, **options}
         merged = {**default, **options}
@@ -450,8 +454,9 @@ class ViewBuilder:
             else:
                 self.view.blocks[record.name] = nodes
         plugin = self.view.value("TopologyPlugin") or ""
+        # topology.conf is read only by the plugin slurm.conf names.
         self.view.topology_default = (
-            "block" if plugin.endswith("/block") else "tree" if self.view.switches else None
+            "block" if plugin.endswith("/block") else "tree" if plugin.endswith("/tree") else None
         )
 
     def read_topology_yaml(self, path: Path, shown: str) -> None:
