@@ -189,7 +189,7 @@ class NodeImport:
             )
             self.place(setting, EXTRA, f"cluster.node_types.<type>.extra.{name}")
         if extra:
-            layout["extra"] = dict(sorted(extra.items()))
+            layout["extra"] = tuple(sorted(extra.items()))  # hashable, as all of the layout
         result = Hardware(
             tuple(sorted(layout.items(), key=lambda kv: kv[0])),
             int(memory.value) if memory is not None else None,
@@ -397,6 +397,8 @@ class NodeImport:
                 "gpus": _most_common(_frozen(records[h][2]) for h in hosts),
             }
             node_type: dict[str, Any] = dict(layout)
+            if "extra" in node_type:
+                node_type["extra"] = dict(node_type["extra"])
             if usual["memory_mb"] is not None:
                 node_type["memory_mb"] = usual["memory_mb"]
             if usual["gpus"] is not None:
@@ -614,7 +616,7 @@ class NodeImport:
             if not SLURM_TIME_RE.match(upper):
                 self.g.refuse(setting, f"{value} is not a Slurm time")
                 return
-            if not (key == "MaxTime" and upper in ("UNLIMITED", "INFINITE")):
+            if not (key == "MaxTime" and upper == "UNLIMITED"):
                 out[name] = value
         elif key in ("OverSubscribe", "Exclusive"):
             if upper in ("EXCLUSIVE", "NODE"):

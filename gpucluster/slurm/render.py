@@ -94,19 +94,25 @@ def conf_server(cluster: Cluster) -> str:
 
 
 def node_lines(cluster: Cluster) -> list[NodeLine]:
-    """One NodeName line per node type, and per cluster.nodes entry that changes its settings or
-    state, in the order of their first hosts."""
+    """One NodeName line per node type, and per set of settings or state that cluster.nodes
+    entries give some of its hosts, in the order of their first hosts."""
     lines: list[NodeLine] = []
+    kinds: dict[int, tuple[str, str | None]] = {}  # entry -> what its hosts' line depends on
+    for entry in set(cluster.entry_of.values()):
+        group = cluster.spec.nodes[entry]
+        kinds[entry] = (repr(sorted(group.overrides.items())), group.state)
     for type_name, hosts in cluster.hosts_by_type.items():
-        by_entry: dict[int | None, list[str]] = {}
+        by_kind: dict[tuple[str, str | None] | None, tuple[int | None, list[str]]] = {}
         for host in hosts:
-            by_entry.setdefault(cluster.entry_of.get(host), []).append(host)
-        for entry, members in by_entry.items():
+            index = cluster.entry_of.get(host)
+            kind = None if index is None else kinds[index]
+            by_kind.setdefault(kind, (index, []))[1].append(host)
+        for index, members in by_kind.values():
             node_type = cluster.spec.node_types[type_name]
             state = None
-            if entry is not None:
-                node_type = cluster.overridden_types.get(entry, node_type)
-                state = cluster.spec.nodes[entry].state
+            if index is not None:
+                node_type = cluster.overridden_types.get(index, node_type)
+                state = cluster.spec.nodes[index].state
             lines.append(NodeLine(compress(members), type_name, node_type, members[0], state))
     return sorted(lines, key=lambda line: numeric_sort_key(line.first))
 
@@ -129,7 +135,7 @@ def node_options(line: NodeLine) -> list[tuple[str, object]]:
         options.append(("Gres", gres_of(t)))
     if t.features:
         options.append(("Feature", ",".join(t.features)))
-    if t.weight:
+    if t.weight and t.weight != 1:  # 1: Slurm's own
         options.append(("Weight", t.weight))
     for key, value in (
         ("TmpDisk", t.tmp_disk_mb),
