@@ -34,6 +34,7 @@ class ImportResult:
     view: View
     original_lines: int  # non-blank, non-comment lines of slurm.conf (and its includes)
     comparison: Comparison | None = None
+    adjusted: set[str] = field(default_factory=set)  # keys the import changed on purpose
     written_to: Path | None = None
     counts: dict[str, int] = field(default_factory=dict)
 
@@ -149,6 +150,7 @@ def import_cluster(files: SiteFiles, version_text: str, shown: dict[Path, str] |
         placements=placements,
         view=view,
         original_lines=_conf_lines(files, shown),
+        adjusted=set(globals_.adjusted),
     )
     result.counts = dict(Counter(p.kind for p in result.placements))
     for kind in KINDS:
@@ -214,4 +216,4 @@ def check_render(result: ImportResult, cluster: Any, scratch: Path) -> Compariso
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
     view = build_view(SiteFiles.in_directory(rendered / "slurm"), result.view.release)
-    return compare(result.view, view)
+    return compare(result.view, view, adjusted=result.adjusted)

@@ -7,7 +7,7 @@ inventory renders; the round-trip tests hold it to no difference.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from gpucluster.hostlists import compress, expand
@@ -49,6 +49,8 @@ class Difference:
 class Comparison:
     differences: list[Difference]
     counts: dict[str, int]  # what was compared: settings, nodes, partitions, ...
+    # Differences the import made on purpose (its placements say why), not counted as differences.
+    adjusted: list[Difference] = field(default_factory=list)
 
     @property
     def same(self) -> bool:
@@ -407,8 +409,9 @@ def compare_cgroup(left: View, right: View) -> list[Difference]:
     ]
 
 
-def compare(left: View, right: View) -> Comparison:
-    """Every difference between two configurations, as the release of `right` reads both."""
+def compare(left: View, right: View, adjusted: set[str] | frozenset[str] = frozenset()) -> Comparison:
+    """Every difference between two configurations, as the release of `right` reads both; those
+    of the keys in `adjusted` (changed on purpose) apart."""
     differences = [
         *compare_settings(left, right),
         *compare_nodes(left, right),
@@ -424,4 +427,5 @@ def compare(left: View, right: View) -> Comparison:
         "switches": len(set(left.switches) | set(right.switches)),
         "blocks": len(set(left.blocks) | set(right.blocks)),
     }
-    return Comparison(differences, counts)
+    on_purpose = [d for d in differences if d.section == "setting" and d.name in adjusted]
+    return Comparison([d for d in differences if d not in on_purpose], counts, on_purpose)

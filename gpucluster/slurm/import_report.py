@@ -37,6 +37,7 @@ def text_lines(result: ImportResult, source: str) -> list[str]:
     if result.comparison is not None:
         comparison = result.comparison
         seen = ", ".join(f"{count} {what}" for what, count in comparison.counts.items())
+        lines += [f"  changed on purpose (see above): {d}" for d in comparison.adjusted]
         if comparison.same:
             lines.append(f"check: no difference as Slurm {result.version} reads them ({seen})")
         else:
@@ -54,10 +55,8 @@ def json_doc(result: ImportResult, source: str) -> dict[str, Any]:
         check = {
             "same": result.comparison.same,
             "compared": dict(result.comparison.counts),
-            "differences": [
-                {"section": d.section, "name": d.name, "key": d.key, "site": d.left, "rendered": d.right}
-                for d in result.comparison.differences
-            ],
+            "differences": [_difference(d) for d in result.comparison.differences],
+            "adjusted": [_difference(d) for d in result.comparison.adjusted],
         }
     return {
         "ok": result.comparison is None or result.comparison.same,
@@ -78,3 +77,7 @@ def json_doc(result: ImportResult, source: str) -> dict[str, Any]:
         },
         "check": check,
     }
+
+
+def _difference(d: Any) -> dict[str, str]:
+    return {"section": d.section, "name": d.name, "key": d.key, "site": d.left, "rendered": d.right}

@@ -94,6 +94,9 @@ class Globals:
     problems: list[Problem] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
     health_program: bool = False
+    # Keys whose value the import changes on purpose (the placement says why): the comparison
+    # lists them apart from the differences.
+    adjusted: set[str] = field(default_factory=set)
 
     def place(
         self, setting: Setting | None, kind: str, target: str = "", reason: str = "", written: str = ""
@@ -323,6 +326,7 @@ class GlobalImport:
                 f"{SLURM}.daemons.slurmctld_pid_file",
                 f"{packaged}: the packages of Slurm {self.release.name} run slurmctld as SlurmUser with only {directory} writable",
             )
+            self.g.adjusted.add("SlurmctldPidFile")
             return
         self.simple("daemons.slurmctld_pid_file", setting.value, setting, None)
 
@@ -678,6 +682,7 @@ class GlobalImport:
                         f"with only {packaged.rsplit('/', 1)[0]} writable",
                     )
                 )
+                self.g.adjusted.add("SlurmctldPidFile")
             else:
                 s.setdefault("daemons", {})["slurmctld_pid_file"] = "/run/slurmctld.pid"
         for key, name in (("SlurmctldLogFile", "slurmctld_log_file"), ("SlurmdLogFile", "slurmd_log_file")):

@@ -209,9 +209,7 @@ class ViewBuilder:
                 else:
                     translation = translate(option.key, option.value, self.release, self.first_without(lower))
             if translation is None:
-                self.fail(
-                    option.where, option.key, "not a slurm.conf key of any Slurm release gpucluster knows"
-                )
+                self.fail(option.where, option.key, unknown_key(option.key, self.any_keys))
                 return
         if translation is not None:
             if translation.kind != "mapped":
@@ -293,7 +291,16 @@ class ViewBuilder:
     def add_nodes(self, record: Record, default: dict[str, Setting]) -> dict[str, Setting]:
         options = self.node_options(record)
         if record.name.upper() == "DEFAULT":
+            self.note(
+                Option("NodeName", record.name, record.where),
+                "native",
+                "",
+                "the node types of the lines below",
+            )
             return {**default, **options}
+        self.note(
+            Option("NodeName", record.name, record.where), "native", "", "hosts.yml groups and cluster.nodes"
+        )
         try:
             names = expand(record.name)
         except Exception as exc:
@@ -421,6 +428,7 @@ class ViewBuilder:
             options["cores"] = options.pop("cpus")
         auto = options.pop("autodetect", None)
         if auto is not None:
+            self.note(Option("AutoDetect", auto, where), "native", "", "cluster.node_types[].gpus.autodetect")
             for host in targets:
                 self.view.autodetect[host] = auto.lower()
         if "name" not in options:
@@ -436,6 +444,7 @@ class ViewBuilder:
         for option in conf.settings:
             if option.lower == "blocksizes":
                 self.view.block_sizes = [int(v) for v in split_list(option.value) if v.isdigit()]
+                self.note(option, "native", "", "cluster.fabric.block_sizes")
             else:
                 self.fail(option.where, option.key, "not a topology.conf setting")
         for record in conf.records:
@@ -453,6 +462,12 @@ class ViewBuilder:
                 self.view.switches[record.name] = SwitchDef(switches, nodes, record.where)
             else:
                 self.view.blocks[record.name] = nodes
+                self.note(
+                    Option(record.kind, record.name, record.where),
+                    "native",
+                    "",
+                    f"cluster.fabric.blocks.{record.name}",
+                )
         plugin = self.view.value("TopologyPlugin") or ""
         # topology.conf is read only by the plugin slurm.conf names.
         self.view.topology_default = (
@@ -488,6 +503,12 @@ class ViewBuilder:
                         else []
                     )
                     self.view.blocks[str(entry.get("block"))] = nodes
+                    self.note(
+                        Option("block", str(entry.get("block")), where),
+                        "native",
+                        "",
+                        f"cluster.fabric.blocks.{entry.get('block')}",
+                    )
                 self.view.block_sizes = [int(v) for v in block.get("block_sizes") or []]
                 if default:
                     self.view.topology_default = "block"
@@ -527,6 +548,16 @@ class ViewBuilder:
 
 
 _EMPTY = Setting("", "", None)
+
+
+def unknown_key(key: str, known: dict[str, list[str]]) -> str:
+    """Why a key is refused: no release has it, with the closest one that does."""
+    from gpucluster.keyhints import closest
+
+    spelt = sorted({name for names in KEYS.values() for name in names if name.lower() in known})
+    guess = closest(key, spelt)
+    hint = f": did you mean `{guess}`?" if guess else ""
+    return f"not a slurm.conf key of any Slurm release gpucluster knows{hint}"
 
 
 def split_list(text: str) -> list[str]:

@@ -49,7 +49,11 @@ def gpus(draw: Any, cores: int, sockets: int | None, version: str) -> dict[str, 
         return spec
     spec["devices"] = "/dev/nvidia0" if count == 1 else f"/dev/nvidia[0-{count - 1}]"
     if sockets is None or count % sockets:
-        choice = draw(st.sampled_from(["none", "list"])) if sockets is not None else draw(st.sampled_from([None, "list"]))
+        choice = (
+            draw(st.sampled_from(["none", "list"]))
+            if sockets is not None
+            else draw(st.sampled_from([None, "list"]))
+        )
     else:
         choice = draw(st.sampled_from([None, "none", "list"]))
     if choice == "list":
@@ -171,7 +175,12 @@ def inventory(draw: Any) -> tuple[dict[str, Any], dict[str, Any]]:
             elif override == "state":
                 entry["state"] = "cloud"
                 cloud = True
-            elif override == "gpus" and base.get("gpus") and base["gpus"]["count"] > 1 and "devices" in base["gpus"]:
+            elif (
+                override == "gpus"
+                and base.get("gpus")
+                and base["gpus"]["count"] > 1
+                and "devices" in base["gpus"]
+            ):
                 count = base["gpus"]["count"] - 1
                 entry["gpus"] = {
                     **{k: v for k, v in base["gpus"].items() if k != "affinity"},
@@ -205,7 +214,10 @@ def inventory(draw: Any) -> tuple[dict[str, Any], dict[str, Any]]:
         fabric = "tree"
     fabric_data: dict[str, Any] = {}
     if fabric in ("tree", "both"):
-        fabric_data["tree"] = {"spine": [f"leaf{r}" for r in range(racks)], **{f"leaf{r}": [f"rack{r}"] for r in range(racks)}}
+        fabric_data["tree"] = {
+            "spine": [f"leaf{r}" for r in range(racks)],
+            **{f"leaf{r}": [f"rack{r}"] for r in range(racks)},
+        }
     if fabric in ("blocks", "both"):
         fabric_data["blocks"] = {f"block{r}": [f"rack{r}"] for r in range(racks)}
         smallest = min(sizes)
@@ -237,7 +249,9 @@ def inventory(draw: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     slurm["mpi_default"] = draw(st.sampled_from(["none", "pmi2", *(["pmix"] if pmix else [])]))
     proctrack = draw(st.sampled_from(["cgroup", "linuxproc"]))
     slurm["proctrack"] = proctrack
-    slurm["task_plugins"] = draw(st.sampled_from([["cgroup", "affinity"], ["affinity", "cgroup"], ["affinity"], []]))
+    slurm["task_plugins"] = draw(
+        st.sampled_from([["cgroup", "affinity"], ["affinity", "cgroup"], ["affinity"], []])
+    )
     if draw(st.booleans()):
         slurm["job_acct_gather_type"] = draw(st.sampled_from(["cgroup", "linux", "none"]))
     slurm["scheduler_type"] = draw(st.sampled_from(["backfill", "builtin"]))
@@ -253,12 +267,17 @@ def inventory(draw: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     if draw(st.booleans()):
         slurm["preemption"] = draw(
             st.sampled_from(
-                [{"type": "partition_prio", "mode": ["REQUEUE"]}, {"type": "qos", "mode": ["CANCEL"], "exempt_time": "00:10:00"}]
+                [
+                    {"type": "partition_prio", "mode": ["REQUEUE"]},
+                    {"type": "qos", "mode": ["CANCEL"], "exempt_time": "00:10:00"},
+                ]
             )
         )
     several = version >= "24.05"
     if draw(st.booleans()):
-        slurm["prolog"] = ["/etc/slurm/prolog.d/*", "/opt/site/prolog"] if several else ["/etc/slurm/prolog.d/*"]
+        slurm["prolog"] = (
+            ["/etc/slurm/prolog.d/*", "/opt/site/prolog"] if several else ["/etc/slurm/prolog.d/*"]
+        )
     if draw(st.booleans()):
         slurm["epilog"] = ["/etc/slurm/epilog.d/*"]
     flags = draw(st.sampled_from([[], ["Alloc", "Contain"], ["Alloc", "Serial"], ["Contain", "X11"]]))
@@ -281,7 +300,10 @@ def inventory(draw: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     if daemons:
         slurm["daemons"] = daemons
     if cloud or draw(st.integers(0, 3)) == 0:
-        power: dict[str, Any] = {"suspend_program": "/usr/local/sbin/suspend", "resume_program": "/usr/local/sbin/resume"}
+        power: dict[str, Any] = {
+            "suspend_program": "/usr/local/sbin/suspend",
+            "resume_program": "/usr/local/sbin/resume",
+        }
         if draw(st.booleans()):
             power.update({"suspend_time": 600, "resume_timeout": 900, "resume_rate": 0})
         if draw(st.booleans()):
@@ -345,7 +367,9 @@ def test_render_import_render_gives_the_same_files(tmp_path_factory: Any, genera
     for rel, text in first.items():
         (rendered / rel).parent.mkdir(parents=True, exist_ok=True)
         (rendered / rel).write_text(text)
-    result = import_cluster(SiteFiles.in_directory(rendered / "slurm"), cluster["cluster"]["slurm"]["version"])
+    result = import_cluster(
+        SiteFiles.in_directory(rendered / "slurm"), cluster["cluster"]["slurm"]["version"]
+    )
     imported = write_inventory(result, root / "b" / "site", check=True)
     assert imported.comparison is not None and imported.comparison.same, imported.comparison.differences
     second = _slurm_files(root / "b" / "site")
