@@ -378,6 +378,19 @@ def check_daemons(ctx: CheckContext) -> None:
 def check_power_save(ctx: CheckContext) -> None:
     power = ctx.spec.slurm.power_save
     cloud = [i for i, entry in enumerate(ctx.spec.nodes) if entry.state == "cloud"]
+    for index in cloud:
+        entry = ctx.spec.nodes[index]
+        node_type = ctx.spec.node_types.get(entry.type)
+        gpus = entry.gpus or (node_type.gpus if node_type else None)
+        if gpus is not None and gpus.autodetect != "off":
+            where = (
+                ["nodes", index, "gpus"] if entry.gpus else ["node_types", entry.type, "gpus", "autodetect"]
+            )
+            ctx.fail(
+                where,
+                f"cloud nodes (cluster.nodes[{index}]) cannot have their GPUs autodetected (slurmctld: "
+                '"Cannot use AutoDetect on cloud/dynamic node"): give their device files',
+            )
     if cloud and (power is None or power.resume_program is None):
         ctx.fail(
             ["nodes", cloud[0], "state"],

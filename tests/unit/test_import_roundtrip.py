@@ -172,8 +172,8 @@ def inventory(draw: Any) -> tuple[dict[str, Any], dict[str, Any]]:
                 entry["features"] = [*base.get("features", []), f"rack{rack}"]
             elif override == "weight":
                 entry["weight"] = base.get("weight", 1) + 1 + rack
-            elif override == "state":
-                entry["state"] = "cloud"
+            elif override == "state" and base.get("gpus", {}).get("autodetect", "off") == "off":
+                entry["state"] = "cloud"  # slurmctld refuses AutoDetect on cloud nodes
                 cloud = True
             elif (
                 override == "gpus"
