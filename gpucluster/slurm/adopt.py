@@ -142,6 +142,7 @@ def import_cluster(files: SiteFiles, version_text: str, shown: dict[Path, str] |
     ]
     # A DEFAULT line's options are placed with every line that takes them: once is enough.
     placements = list({(p.where, p.written, p.kind, p.target): p for p in placements if p.written}.values())
+    placements.sort(key=lambda p: _position(p.where, view.files))
     result = ImportResult(
         version=str(version),
         files=list(view.files),
@@ -156,6 +157,15 @@ def import_cluster(files: SiteFiles, version_text: str, shown: dict[Path, str] |
     for kind in KINDS:
         result.counts.setdefault(kind, 0)
     return result
+
+
+def _position(where: str, files: list[str]) -> tuple[int, int]:
+    """Where a placement's setting is: its file's place among those read, then its line (the keys
+    the files leave out last)."""
+    name, _, line = where.rpartition(":")
+    if not name or name not in files:
+        return (len(files), 0)
+    return (files.index(name), int(line) if line.isdigit() else 0)
 
 
 def _disposition(d: Any) -> Placement:

@@ -383,9 +383,9 @@ def check_power_save(ctx: CheckContext) -> None:
         node_type = ctx.spec.node_types.get(entry.type)
         gpus = entry.gpus or (node_type.gpus if node_type else None)
         if gpus is not None and gpus.autodetect != "off":
-            where = (
-                ["nodes", index, "gpus"] if entry.gpus else ["node_types", entry.type, "gpus", "autodetect"]
-            )
+            where: list[str | int] = ["nodes", index, "gpus"]
+            if entry.gpus is None:
+                where = ["node_types", entry.type, "gpus", "autodetect"]
             ctx.fail(
                 where,
                 f"cloud nodes (cluster.nodes[{index}]) cannot have their GPUs autodetected (slurmctld: "

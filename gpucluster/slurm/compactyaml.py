@@ -8,9 +8,8 @@ import json
 import re
 from typing import Any
 
-import yaml
-
 _PLAIN = re.compile(r"^[A-Za-z_/][A-Za-z0-9_./+@-]*$")
+_WORDS = frozenset(("y", "n", "yes", "no", "on", "off", "true", "false", "null"))
 # A mapping of `blocks` fits on one line up to this width; longer, it takes a line per key.
 WIDTH = 110
 
@@ -23,7 +22,9 @@ def scalar(value: Any) -> str:
     if isinstance(value, int | float):
         return str(value)
     text = str(value)
-    if _PLAIN.match(text) and yaml.safe_load(text) == text:
+    # Plain when YAML reads it back as this string: it starts with a letter, `_` or `/` (so it is
+    # no number or date) and is none of YAML 1.1's booleans and nulls.
+    if _PLAIN.match(text) and text.lower() not in _WORDS:
         return text
     return json.dumps(text)
 

@@ -382,9 +382,12 @@ class NodeImport:
         """Node types (one per hardware, GPU type included), their usual memory, features, weight
         and GPUs, and each host's differences from them."""
         by_type: dict[tuple[Any, ...], list[str]] = {}
+        frozen: dict[int, Any] = {}  # the GPUs of many hosts are one object: freeze each once
         for host, (hardware, _, gpus) in records.items():
             model = None if gpus is None else gpus.get("model", "")
             by_type.setdefault((hardware.layout, model, gpus is None), []).append(host)
+            if id(gpus) not in frozen:
+                frozen[id(gpus)] = _frozen(gpus)
         names = self.type_names(by_type)
         entry_of: dict[str, tuple[Any, ...]] = {}
         for key, hosts in by_type.items():
@@ -394,7 +397,7 @@ class NodeImport:
                 "memory_mb": _most_common(records[h][0].memory for h in hosts),
                 "features": _most_common(records[h][0].features for h in hosts),
                 "weight": _most_common(records[h][0].weight for h in hosts),
-                "gpus": _most_common(_frozen(records[h][2]) for h in hosts),
+                "gpus": _most_common(frozen[id(records[h][2])] for h in hosts),
             }
             node_type: dict[str, Any] = dict(layout)
             if "extra" in node_type:
@@ -417,8 +420,8 @@ class NodeImport:
                     overrides.append(("features", hardware.features))
                 if hardware.weight != usual["weight"]:
                     overrides.append(("weight", hardware.weight if hardware.weight is not None else 1))
-                if _frozen(gpus) != usual["gpus"]:
-                    overrides.append(("gpus", _frozen(gpus)))
+                if frozen[id(gpus)] != usual["gpus"]:
+                    overrides.append(("gpus", frozen[id(gpus)]))
                 if hardware.state is not None:
                     overrides.append(("state", hardware.state))
                 self.type_of[host] = name
@@ -566,9 +569,13 @@ class NodeImport:
         covered: set[str] = set()
         for name in self.entry_groups:
             members = self.members[name]
-            if members and set(members) <= wanted and not covered & set(members):
+            # An entry larger than the set, or not starting in it, cannot be in it.
+            if not members or len(members) > len(wanted) or members[0] not in wanted:
+                continue
+            group = set(members)
+            if group <= wanted and not covered & group:
                 names.append(name)
-                covered.update(members)
+                covered.update(group)
         for host in hosts:
             if host in covered:
                 continue
