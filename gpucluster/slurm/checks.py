@@ -43,6 +43,7 @@ def check_slurm(ctx: CheckContext) -> None:
     check_prologs(ctx)
     check_daemons(ctx)
     check_power_save(ctx)
+    check_release_keys(ctx)
     check_options(ctx)
 
 
@@ -409,6 +410,29 @@ def check_power_save(ctx: CheckContext) -> None:
     for index, name in enumerate(power.exclude_partitions):
         if name not in partitions:
             ctx.fail(["slurm", "power_save", "exclude_partitions", index], f"unknown partition `{name}`")
+
+
+def check_release_keys(ctx: CheckContext) -> None:
+    """Settings whose key the target release does not have (a removed or a newer key)."""
+    from gpucluster.slurm.conf_keys import KEYS
+    from gpucluster.slurm.settings import POWER_SAVE_KEYS, PRIORITY_KEYS, TIMEOUT_KEYS
+
+    slurm = ctx.spec.slurm
+    known = KEYS[slurm.release.name]
+    groups: list[tuple[str, object, dict[str, str]]] = [("timeouts", slurm.timeouts, TIMEOUT_KEYS)]
+    if slurm.power_save is not None:
+        groups.append(("power_save", slurm.power_save, POWER_SAVE_KEYS))
+    if slurm.priority is not None:
+        groups.append(("priority", slurm.priority, PRIORITY_KEYS))
+    if slurm.preemption is not None:
+        groups.append(("preemption", slurm.preemption, {"parameters": "PreemptParameters"}))
+    for section, settings, keys in groups:
+        for field, key in keys.items():
+            if getattr(settings, field) not in (None, []) and key not in known:
+                ctx.fail(
+                    ["slurm", section, field],
+                    f"Slurm {slurm.release.name} has no {key} (slurm.conf(5) of the release): remove it",
+                )
 
 
 def check_options(ctx: CheckContext) -> None:

@@ -23,8 +23,7 @@ from gpucluster.model import Daemons, SlurmSettings
 from gpucluster.render.health import HEALTH_PROGRAM
 from gpucluster.slurm.compare import normal_global
 from gpucluster.slurm.defaults import CGROUP_DEFAULTS, global_default, minutes
-from gpucluster.slurm.render import POWER_SAVE_KEYS, TIMEOUT_KEYS
-from gpucluster.slurm.settings import PRIORITY_KEYS
+from gpucluster.slurm.settings import POWER_SAVE_KEYS, PRIORITY_KEYS, TIMEOUT_KEYS
 from gpucluster.slurm.view import Setting, View, split_list
 from gpucluster.slurm.written import FIXED, MODELLED
 

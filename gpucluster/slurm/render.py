@@ -18,6 +18,8 @@ from gpucluster.slurm.gpus import gres_lines, per_gpu_defaults
 from gpucluster.slurm.releases import configless_serves_topology_yaml
 from gpucluster.slurm.restapi import controller_key_path
 from gpucluster.slurm.settings import (
+    POWER_SAVE_KEYS,
+    TIMEOUT_KEYS,
     job_acct_gather,
     priority_lines,
     prolog_flags,
@@ -225,33 +227,6 @@ def partition_options(
 
 
 Line = tuple[str, object]  # (key, value); key "#" for a comment line
-TIMEOUT_KEYS = {
-    "slurmctld": "SlurmctldTimeout",
-    "slurmd": "SlurmdTimeout",
-    "message": "MessageTimeout",
-    "tcp": "TCPTimeout",
-    "batch_start": "BatchStartTimeout",
-    "prolog_epilog": "PrologEpilogTimeout",
-    "unkillable_step": "UnkillableStepTimeout",
-    "kill_wait": "KillWait",
-    "min_job_age": "MinJobAge",
-    "inactive_limit": "InactiveLimit",
-    "wait_time": "WaitTime",
-    "over_time_limit": "OverTimeLimit",
-    "epilog_msg_time": "EpilogMsgTime",
-    "get_env": "GetEnvTimeout",
-    "resv_over_run": "ResvOverRun",
-}
-POWER_SAVE_KEYS = {
-    "suspend_program": "SuspendProgram",
-    "resume_program": "ResumeProgram",
-    "resume_fail_program": "ResumeFailProgram",
-    "suspend_time": "SuspendTime",
-    "suspend_timeout": "SuspendTimeout",
-    "resume_timeout": "ResumeTimeout",
-    "suspend_rate": "SuspendRate",
-    "resume_rate": "ResumeRate",
-}
 
 
 def named_hosts(cluster: Cluster, name: str) -> list[str]:

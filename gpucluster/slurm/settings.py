@@ -25,6 +25,36 @@ PRIORITY_KEYS = {
 }
 
 
+# Timeouts and PowerSave fields -> their slurm.conf keys, in the order slurm.conf lists them.
+TIMEOUT_KEYS = {
+    "slurmctld": "SlurmctldTimeout",
+    "slurmd": "SlurmdTimeout",
+    "message": "MessageTimeout",
+    "tcp": "TCPTimeout",
+    "batch_start": "BatchStartTimeout",
+    "prolog_epilog": "PrologEpilogTimeout",
+    "unkillable_step": "UnkillableStepTimeout",
+    "kill_wait": "KillWait",
+    "min_job_age": "MinJobAge",
+    "inactive_limit": "InactiveLimit",
+    "wait_time": "WaitTime",
+    "over_time_limit": "OverTimeLimit",
+    "epilog_msg_time": "EpilogMsgTime",
+    "get_env": "GetEnvTimeout",
+    "resv_over_run": "ResvOverRun",
+}
+POWER_SAVE_KEYS = {
+    "suspend_program": "SuspendProgram",
+    "resume_program": "ResumeProgram",
+    "resume_fail_program": "ResumeFailProgram",
+    "suspend_time": "SuspendTime",
+    "suspend_timeout": "SuspendTimeout",
+    "resume_timeout": "ResumeTimeout",
+    "suspend_rate": "SuspendRate",
+    "resume_rate": "ResumeRate",
+}
+
+
 def fair_share_priority(spec: ClusterSpec) -> bool:
     """Tenants share bare-metal Slurm by fair-share: accounting holds their associations."""
     return spec.slurm.accounting is not None and bool(spec.tenants)

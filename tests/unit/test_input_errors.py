@@ -262,3 +262,63 @@ def test_written_keys_are_what_slurm_conf_holds(example: str) -> None:
     assert found - written - set(MODELLED) - set(cluster.spec.slurm.extra) == set()
     assert written - found <= {"DefCpuPerGPU", "DefMemPerGPU"}  # on the partitions' lines
     assert all(key in KEYS[cluster.release.name] for key in found)
+
+
+def maximal(c: dict[str, Any]) -> None:
+    """Every Slurm setting of the model set (Slurm 26.05), so that each key it writes shows."""
+    c["slurm"].update(
+        version="26.05",
+        state_save_location="/shared/state",
+        configless=True,
+        config_overrides=True,
+        rest_api={"host": "head"},
+        node_ssh={},
+        health={"interval": 300},
+        priority={"fairshare": 1, "assoc": 2, "tres": "GRES/gpu=3", "max_age": "7-0", "usage_reset_period": "NONE",
+                  "favor_small": True, "flags": ["SMALL_RELATIVE_TO_TIME"]},
+        scheduler_parameters=["bf_continue"],
+        preemption={"type": "qos", "mode": ["REQUEUE"], "exempt_time": "10", "parameters": ["strict_order"]},
+        prolog=["/etc/slurm/prolog.d/*"],
+        epilog=["/etc/slurm/epilog.d/*"],
+        prolog_flags=["Alloc"],
+        timeouts={name: 100 for name in ("slurmctld", "slurmd", "message", "tcp", "batch_start", "prolog_epilog",
+                  "unkillable_step", "kill_wait", "min_job_age", "inactive_limit", "wait_time", "over_time_limit",
+                  "epilog_msg_time", "resv_over_run")},
+        daemons={"slurmctld_debug": "verbose", "slurmd_debug": "debug", "debug_flags": ["Gres"]},
+        power_save={"suspend_program": "/s", "resume_program": "/r", "resume_fail_program": "/f", "suspend_time": 60,
+                    "suspend_timeout": 60, "resume_timeout": 60, "suspend_rate": 1, "resume_rate": 1,
+                    "exclude_nodes": ["rack1"], "exclude_partitions": ["batch"], "exclude_states": ["DOWN"]},
+        propagate_resource_limits=["NOFILE"],
+        propagate_resource_limits_except=["MEMLOCK"],
+        slurmctld_parameters=["idle_on_node_suspend"],
+        slurmd_parameters=["numa_node_as_socket"],
+        job_acct_gather_type="linux",
+        extra={"TreeWidth": 32},
+    )  # fmt: skip
+    c["slurm"]["accounting"].update(tres=["gres/gpu"], enforce=["limits"])
+    c["node_types"]["h100"].update(
+        tmp_disk_mb=1, mem_spec_limit_mb=1024, core_spec_count=1, cpu_spec_list="0"
+    )
+
+
+def test_every_key_a_maximal_inventory_writes_is_in_the_tables(inventories: InventoryFactory) -> None:
+    cluster = load_cluster(edited(inventories, maximal))
+    conf = render_files(cluster)["slurm/slurm.conf"]
+    found = global_keys(conf)
+    written = set(written_keys(cluster.spec))
+    assert found - written - set(MODELLED) - set(cluster.spec.slurm.extra) == set()
+    assert written - found <= {"DefCpuPerGPU", "DefMemPerGPU"}
+    assert all(key in KEYS[cluster.release.name] for key in found), found - KEYS[cluster.release.name]
+    # Each model home of a key is one this inventory sets, so each key shows.
+    homes = {key for key, home in MODELLED.items() if home.startswith("cluster.slurm.")}
+    assert homes - found <= {"GetEnvTimeout", "PriorityWeightJobSize", "PriorityWeightPartition", "PriorityDecayHalfLife",
+                             "PriorityCalcPeriod", "PriorityWeightQOS", "PriorityWeightAge"}  # fmt: skip
+
+
+def test_a_setting_whose_key_the_release_lacks_is_refused(inventories: InventoryFactory) -> None:
+    found = problems(
+        edited(inventories, lambda c: c["slurm"].update(version="26.05", timeouts={"get_env": 60}))
+    )
+    assert [p.split(": ", 1)[1] for p in found] == [
+        "cluster.slurm.timeouts.get_env: Slurm 26.05 has no GetEnvTimeout (slurm.conf(5) of the release): remove it"
+    ]
