@@ -204,7 +204,16 @@ def write_inventory(result: ImportResult, out: Path, check: bool = False) -> Imp
         (inventory / CLUSTER_FILE).parent.mkdir(parents=True)
         (inventory / HOSTS_FILE).write_text(result.hosts_yml, encoding="utf-8")
         (inventory / CLUSTER_FILE).write_text(result.cluster_yml, encoding="utf-8")
-        cluster = load_cluster(inventory)
+        try:
+            cluster = load_cluster(inventory)
+        except InventoryError as exc:
+            # Said of the inventory as it would have been written (nothing was).
+            raise InventoryError(
+                [
+                    Problem(p.file.replace(str(inventory), str(out), 1), p.path, p.message, p.line)
+                    for p in exc.problems
+                ]
+            ) from None
         if check:
             result.comparison = check_render(result, cluster, staging)
         if out.exists():

@@ -234,8 +234,19 @@ class ViewBuilder:
             return
         if several:
             self.view.settings.setdefault(key, []).append(setting)
-        else:
-            self.view.settings[key] = [setting]
+            return
+        earlier = self.view.settings.get(key)
+        if earlier:
+            before = earlier[-1]
+            self.view.dispositions.append(
+                Disposition(
+                    before.where,
+                    before.written or f"{before.key}={before.value}",
+                    "dropped",
+                    f"{key} is set again at {option.where}: Slurm keeps the last line (and logs an error)",
+                )
+            )
+        self.view.settings[key] = [setting]
 
     def read_slurm_conf(self, conf: ConfFile) -> None:
         self.view.files += conf.files
