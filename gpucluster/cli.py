@@ -1,5 +1,5 @@
-"""The `gpucluster` command line: validate, show, render, plan, trial, verify, schema, completion
-(and `lab`).
+"""The `gpucluster` command line: validate, show, render, plan, trial, import, verify, schema,
+completion (and `lab`).
 
 Built on argparse and importing, for each command, only what that command uses: start-up is most
 of the time of a command like `render` (see benchmarks/cli_startup.py). Exit codes are the same
@@ -201,6 +201,37 @@ def trial(args: argparse.Namespace) -> int:
     return 0 if result.ok and topology_ok else 1
 
 
+def import_site(args: argparse.Namespace) -> int:
+    """Adopt an existing cluster: read its Slurm files (slurm.conf with its includes, gres.conf and
+    per-host copies, topology.conf or topology.yaml, cgroup.conf) and write an inventory that
+    renders the same cluster for the target release, printing where every setting went (model,
+    extra, mapped from another release, dropped or refused with the reason). With --check, also
+    compare what the inventory renders with the files (exit 1 on a difference)."""
+    from gpucluster.slurm.adopt import import_cluster, write_inventory
+    from gpucluster.slurm.import_report import json_doc, text_lines
+    from gpucluster.slurm.view import SiteFiles
+
+    gres: list[tuple[str | None, Path]] = []
+    for item in args.gres_conf or []:
+        hosts, sep, path = item.rpartition("=")
+        gres.append((hosts if sep else None, Path(path)))
+    source: Path = args.source
+    if not source.exists():
+        from gpucluster.errors import Problem
+
+        raise InventoryError([Problem(str(source), "", "no such file or directory")])
+    files = SiteFiles.in_directory(source, tuple(gres))
+    result = write_inventory(import_cluster(files, args.slurm_version), args.out_dir, check=args.check)
+    if args.as_json:
+        from gpucluster.jsonout import write
+
+        write(json_doc(result, str(source)))
+    else:
+        for line in text_lines(result, str(source)):
+            out(line)
+    return 0 if result.comparison is None or result.comparison.same else 1
+
+
 def verify(args: argparse.Namespace) -> int:
     """Check the live cluster against the inventory, through the same Ansible inventory: nodes,
     jobs over every partition, GPUs in jobs, topology, accounts, drift (versions, munge key,
@@ -339,6 +370,45 @@ def build_parser(with_lab_commands: bool = True) -> argparse.ArgumentParser:
         help="How long slurmctld runs before its state is read (default: 3).",
     )
     _json(parser_trial, "The result as JSON: started, error lines, notes, topology as seen and expected.")
+
+    parser_import = add_command(commands, "import", import_site)
+    source = parser_import.add_argument(
+        "source",
+        type=Path,
+        help="The cluster's Slurm directory (e.g. a copy of /etc/slurm) or its slurm.conf.",
+    )
+    source.complete = DIRECTORY_COMPLETION  # type: ignore[attr-defined]
+    parser_import.add_argument(
+        "--slurm-version",
+        required=True,
+        help="The Slurm release the inventory targets (YY.MM or YY.MM.P): settings of other releases are "
+        "mapped to it where Slurm documents how.",
+    )
+    parser_import.add_argument(
+        "--out",
+        "-o",
+        dest="out_dir",
+        type=Path,
+        required=True,
+        help="The inventory directory to write (new or empty).",
+    )
+    parser_import.add_argument(
+        "--gres-conf",
+        action="append",
+        metavar="[HOSTS=]FILE",
+        help="Another gres.conf: a host's own copy (HOSTS a Slurm hostlist, e.g. gpu[01-04]=backup/gpu01/gres.conf), "
+        "repeatable; the gres.conf beside slurm.conf is read anyway.",
+    )
+    parser_import.add_argument(
+        "--check",
+        action="store_true",
+        help="Also render the inventory and compare it with the files as the target release reads both "
+        "(exit 1 on a difference).",
+    )
+    _json(
+        parser_import,
+        "Where every setting went, the counts, the lines before and after and the check as JSON.",
+    )
 
     parser_verify = add_command(commands, "verify", verify)
     _inventory(parser_verify)

@@ -64,6 +64,10 @@ class Cluster:
     tenant_gpus: dict[str, dict[Owner, GpuQuota]] = field(default_factory=dict)
     # Shared filesystem name -> the hosts that mount it (its NFS server included), in name order.
     storage_hosts: dict[str, list[str]] = field(default_factory=dict)
+    # Hosts of a cluster.nodes entry that overrides node type settings or sets a state: host ->
+    # the entry's index; and each such entry's node type with its overrides applied.
+    entry_of: dict[str, int] = field(default_factory=dict)
+    overridden_types: dict[int, NodeType] = field(default_factory=dict)
     # Set on a view made by owned_by(): every host, partition, switch and quota here is that owner's.
     domain: Owner | None = None
 
@@ -77,6 +81,10 @@ class Cluster:
         return sort_hosts(self.node_type_of)
 
     def node_type(self, host: str) -> NodeType:
+        """The host's node type, with the overrides of its cluster.nodes entry applied."""
+        entry = self.entry_of.get(host)
+        if entry is not None and entry in self.overridden_types:
+            return self.overridden_types[entry]
         return self.spec.node_types[self.node_type_of[host]]
 
     @property
@@ -158,6 +166,8 @@ class Cluster:
             blocks={b: kept for b, hosts in self.blocks.items() if (kept := [h for h in hosts if h in keep])},
             block_of={h: b for h, b in self.block_of.items() if h in keep},
             owner_of={h: o for h, o in self.owner_of.items() if h in keep},
+            entry_of={h: e for h, e in self.entry_of.items() if h in keep},
+            overridden_types=self.overridden_types,
             storage_hosts=self.storage_hosts,
             tenant_gpus={
                 t: {owner: numbers[owner]} for t, numbers in self.tenant_gpus.items() if owner in numbers
@@ -327,6 +337,17 @@ class _Checker:
                 self.fail(["nodes", index, "type"], f"unknown node type `{entry.type}` (known: {known})")
                 continue
             hosts = self.hosts_of(entry.group, ["nodes", index, "group"]) or []
+            overrides = entry.overrides
+            if (overrides or entry.state) and owner not in (Owner.SLURM, None):
+                self.fail(
+                    ["nodes", index, "owner"],
+                    "node settings of a group (memory_mb, features, weight, gpus, state) are Slurm's "
+                    f"NodeName settings: hosts owned by {owner} take their node type's",
+                )
+            if overrides:
+                cluster.overridden_types[index] = node_type.model_copy(update=overrides)
+                if entry.gpus is not None:
+                    self.check_gpus(entry.type, cluster.overridden_types[index], ["nodes", index, "gpus"])
             for host in hosts:
                 if host in cluster.node_type_of:
                     twice.setdefault((index, entry_of[host]), []).append(host)
@@ -335,6 +356,8 @@ class _Checker:
                 if owner is not None:
                     cluster.owner_of[host] = owner
                 entry_of[host] = index
+                if overrides or entry.state:
+                    cluster.entry_of[host] = index
         for (index, first), hosts in twice.items():
             self.fail(["nodes", index, "group"], self.named_twice(index, first, hosts))
         for type_name, node_type in self.spec.node_types.items():
@@ -362,11 +385,11 @@ class _Checker:
             f"from cluster.nodes[{first}] (`{earlier.group}`){inside}: give each host one entry"
         )
 
-    def check_gpus(self, type_name: str, node_type: NodeType) -> None:
+    def check_gpus(self, type_name: str, node_type: NodeType, where: list[str | int] | None = None) -> None:
         gpus = node_type.gpus
         if gpus is None:
             return
-        parts: list[str | int] = ["node_types", type_name, "gpus"]
+        parts: list[str | int] = where or ["node_types", type_name, "gpus"]
         if gpus.autodetect == "off" and not gpus.devices:
             self.fail([*parts, "devices"], "device files are required unless autodetect is nvml")
             return

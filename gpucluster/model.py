@@ -10,7 +10,7 @@ every annotation string when the classes are built, at the start of every comman
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, ConfigDict, Field, field_validator
+from pydantic import BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 from gpucluster.modelbase import NAME_RE, SLURM_TIME_RE, NameList, Owner, Strict, Update, spec
 from gpucluster.slurm.releases import RELEASES, Release, SlurmVersion, known_text, release
@@ -25,9 +25,32 @@ CLOUD_SECTION = (
 )
 
 
+# A Gres type name: anything but the separators of Gres= (`gpu:<type>:<count>`, commas) and blanks.
+GRES_TYPE_RE = r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$"
+# A value of a slurm.conf list key (SchedulerParameters, PrologFlags, ...): no comma, no blank.
+FLAG_RE = r"^[^\s,]+$"
+# A file name slurm.conf takes (absolute; Prolog/Epilog may also be a glob such as prolog.d/*).
+SLURM_PATH_RE = r"^/\S+$"
+# A Slurm node or partition option written verbatim (`extra` of node types and partitions).
+OPTION_NAME_RE = r"^[A-Za-z][A-Za-z0-9]*$"
+OptionValue = str | int
+DebugLevel = Literal[
+    "quiet", "fatal", "error", "info", "verbose", "debug", "debug2", "debug3", "debug4", "debug5"
+]
+# PrologFlags values (Slurm reads them in any case; these are the man page's spellings).
+PrologFlag = Literal[
+    "Alloc", "Contain", "DeferBatch", "ForceRequeueOnFail", "NoHold", "RunInJob", "Serial", "X11"
+]
+
+
 class GpuSpec(Strict):
-    model: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")] = spec(
-        "GPU type as Slurm names it in Gres (gpu:<model>:<count>), e.g. h100, gb200.", Update.RESTART
+    model: Annotated[str, Field(pattern=GRES_TYPE_RE)] | None = spec(
+        "GPU type as Slurm names it in Gres (gpu:<model>:<count>) and gres.conf Type=, spelt as the "
+        "site spells it (Slurm compares types case-sensitively: `--gres=gpu:h100` finds no `H100`), "
+        "e.g. h100, H100, a100_80gb. Omit for untyped GPUs (Gres=gpu:<count>), which jobs ask for "
+        "by count only.",
+        Update.RESTART,
+        default=None,
     )
     count: Annotated[int, Field(ge=1, le=64)] = spec("GPUs per node.", Update.RESTART)
     devices: str | None = spec(
@@ -115,13 +138,45 @@ class NodeHealth(Strict):
 
 
 class NodeType(Strict):
-    sockets: Annotated[int, Field(ge=1)] = spec("CPU sockets per node.", Update.RESTART)
-    cores_per_socket: Annotated[int, Field(ge=1)] = spec("Physical cores per socket.", Update.RESTART)
+    sockets: Annotated[int, Field(ge=1)] | None = spec(
+        "CPU sockets per node (SocketsPerBoard, one board). With cores_per_socket; or leave both out "
+        "and give only `cpus`, as Slurm allows.",
+        Update.RESTART,
+        default=None,
+    )
+    cores_per_socket: Annotated[int, Field(ge=1)] | None = spec(
+        "Physical cores per socket (CoresPerSocket).", Update.RESTART, default=None
+    )
     threads_per_core: Annotated[int, Field(ge=1, le=8)] = spec(
         "Hardware threads per core.", Update.RESTART, default=1
     )
-    memory_mb: Annotated[int, Field(ge=1)] = spec(
-        "Memory Slurm may schedule (RealMemory), MiB.", Update.RESTART
+    cpus: Annotated[int, Field(ge=1)] | None = spec(
+        "CPUs= (the CPUs Slurm schedules). Default: sockets x cores_per_socket x threads_per_core. "
+        "Alone, without sockets and cores_per_socket, it is all Slurm is told (it then counts each "
+        "CPU as a socket of one core).",
+        Update.RESTART,
+        default=None,
+    )
+    memory_mb: Annotated[int, Field(ge=1)] | None = spec(
+        "Memory Slurm may schedule (RealMemory), MiB. Omit to leave RealMemory unset (Slurm then "
+        "counts 1 MiB per node: only jobs that ask for no memory fit, unless memory is not a "
+        "consumable resource, SelectTypeParameters without _Memory).",
+        Update.RESTART,
+        default=None,
+    )
+    tmp_disk_mb: Annotated[int, Field(ge=0)] | None = spec(
+        "TmpDisk: MiB of TmpFS (default /tmp) per node.", Update.RESTART, default=None
+    )
+    mem_spec_limit_mb: Annotated[int, Field(ge=1)] | None = spec(
+        "MemSpecLimit: MiB kept from jobs for the system (slurmd, the OS).", Update.RESTART, default=None
+    )
+    core_spec_count: Annotated[int, Field(ge=1)] | None = spec(
+        "CoreSpecCount: cores kept from jobs for the system.", Update.RESTART, default=None
+    )
+    cpu_spec_list: Annotated[str, Field(pattern=r"^\d+(-\d+)?(,\d+(-\d+)?)*$")] | None = spec(
+        "CpuSpecList: the abstract CPU ids kept from jobs for the system (e.g. 0,1).",
+        Update.RESTART,
+        default=None,
     )
     gpus: GpuSpec | None = spec(
         "GPUs of this node type; omit for CPU-only nodes.", Update.RESTART, default=None
@@ -144,10 +199,40 @@ class NodeType(Strict):
         Update.RENDER_ONLY,
         default_factory=NodeHealth,
     )
+    extra: dict[Annotated[str, Field(pattern=OPTION_NAME_RE)], OptionValue] = spec(
+        "Further options of these NodeName lines (e.g. CpuBind, Port), written verbatim: only "
+        "options of the target release's NodeName lines that no other key here sets.",
+        Update.RESTART,
+        default_factory=dict,
+    )
+
+    @model_validator(mode="after")
+    def _cpu_layout(self) -> "NodeType":
+        if (self.sockets is None) != (self.cores_per_socket is None):
+            raise ValueError("give sockets and cores_per_socket together (or neither, and cpus)")
+        if self.cpus is None and self.sockets is None:
+            raise ValueError("give sockets and cores_per_socket, or cpus")
+        return self
 
     @property
-    def cpus(self) -> int:
+    def layout(self) -> bool:
+        """Sockets and cores are known (not only a CPU count)."""
+        return self.sockets is not None and self.cores_per_socket is not None
+
+    @property
+    def total_cpus(self) -> int:
+        """The CPUs Slurm schedules on a node of this type."""
+        if self.cpus is not None:
+            return self.cpus
+        assert self.sockets is not None and self.cores_per_socket is not None
         return self.sockets * self.cores_per_socket * self.threads_per_core
+
+    @property
+    def total_cores(self) -> int:
+        """Physical cores (gres.conf Cores= numbers them); without a layout, the CPUs."""
+        if self.sockets is None or self.cores_per_socket is None:
+            return self.total_cpus
+        return self.sockets * self.cores_per_socket
 
 
 class NodeGroup(Strict):
@@ -160,6 +245,40 @@ class NodeGroup(Strict):
         Update.MOVE,
         default=None,
     )
+    memory_mb: Annotated[int, Field(ge=1)] | None = spec(
+        "RealMemory of these hosts (MiB) where it differs from their node type's.",
+        Update.RESTART,
+        default=None,
+    )
+    features: list[Annotated[str, Field(pattern=NAME_RE)]] | None = spec(
+        "Slurm features of these hosts instead of their node type's.", Update.RECONFIGURE, default=None
+    )
+    weight: Annotated[int, Field(ge=1)] | None = spec(
+        "Scheduling weight of these hosts instead of their node type's.", Update.RECONFIGURE, default=None
+    )
+    gpus: GpuSpec | None = spec(
+        "GPUs of these hosts instead of their node type's (e.g. hosts with a GPU fewer).",
+        Update.RESTART,
+        default=None,
+    )
+    state: Literal["cloud", "future"] | None = spec(
+        "Slurm State= of these nodes: `cloud` (powered down until a job needs them: slurmctld "
+        "starts them with cluster.slurm.power_save.resume_program), `future` (defined, not yet in "
+        "service). Default: UNKNOWN (slurmd registers them).",
+        Update.RESTART,
+        default=None,
+    )
+
+    @property
+    def overrides(self) -> dict[str, Any]:
+        """The node type settings these hosts replace."""
+        given = {
+            "memory_mb": self.memory_mb,
+            "features": self.features,
+            "weight": self.weight,
+            "gpus": self.gpus,
+        }
+        return {key: value for key, value in given.items() if value is not None}
 
 
 class Fabric(Strict):
@@ -209,19 +328,119 @@ class Partition(Strict):
     priority_tier: Annotated[int, Field(ge=0, le=65533)] | None = spec(
         "PriorityTier of the partition.", Update.RECONFIGURE, default=None
     )
-    cpus_per_gpu: Annotated[int, Field(ge=1)] | None = spec(
+    cpus_per_gpu: Annotated[int, Field(ge=0)] | None = spec(
         "DefCpuPerGPU: CPUs a job gets per GPU when it asks for none. Default: the smallest share of "
         "the partition's GPU node types (CPUs / GPUs per node); none where a node has fewer CPUs "
-        "than GPUs.",
+        "than GPUs. 0: none.",
         Update.RECONFIGURE,
         default=None,
     )
-    memory_per_gpu_mb: Annotated[int, Field(ge=1)] | None = spec(
+    memory_per_gpu_mb: Annotated[int, Field(ge=0)] | None = spec(
         "DefMemPerGPU in MiB: memory a job gets per GPU when it asks for none (without it, a "
         "one-GPU job takes the whole node's memory). Default: the smallest share of the partition's "
-        "GPU node types (memory_mb / GPUs per node).",
+        "GPU node types (memory_mb / GPUs per node), unless the partition sets def_mem_per_cpu_mb or "
+        "def_mem_per_node_mb (Slurm takes one of the three). 0: none.",
         Update.RECONFIGURE,
         default=None,
+    )
+    allow_accounts: list[Annotated[str, Field(pattern=FLAG_RE)]] = spec(
+        "Further Slurm accounts allowed to use the partition (AllowAccounts, with `tenants`): "
+        "accounts gpucluster does not manage.",
+        Update.RECONFIGURE,
+        default_factory=list,
+    )
+    deny_accounts: list[Annotated[str, Field(pattern=FLAG_RE)]] = spec(
+        "DenyAccounts.", Update.RECONFIGURE, default_factory=list
+    )
+    allow_groups: list[Annotated[str, Field(pattern=FLAG_RE)]] = spec(
+        "AllowGroups: Unix groups whose users may use the partition; empty: all.",
+        Update.RECONFIGURE,
+        default_factory=list,
+    )
+    allow_qos: list[Annotated[str, Field(pattern=FLAG_RE)]] = spec(
+        "AllowQos: QOS jobs of the partition may use; empty: all.", Update.RECONFIGURE, default_factory=list
+    )
+    deny_qos: list[Annotated[str, Field(pattern=FLAG_RE)]] = spec(
+        "DenyQos.", Update.RECONFIGURE, default_factory=list
+    )
+    qos: Annotated[str, Field(pattern=FLAG_RE)] | None = spec(
+        "QOS: the partition QOS, whose limits apply to every job of the partition.",
+        Update.RECONFIGURE,
+        default=None,
+    )
+    preempt_mode: list[Literal["OFF", "CANCEL", "GANG", "REQUEUE", "SUSPEND", "WITHIN", "PRIORITY"]] = spec(
+        "PreemptMode of the partition's jobs (cluster.slurm.preemption.mode otherwise).",
+        Update.RECONFIGURE,
+        default_factory=list,
+    )
+    grace_time: Annotated[int, Field(ge=0)] | None = spec(
+        "GraceTime: seconds a preempted job of the partition gets to end.", Update.RECONFIGURE, default=None
+    )
+    def_mem_per_cpu_mb: Annotated[int, Field(ge=0)] | None = spec(
+        "DefMemPerCPU in MiB.", Update.RECONFIGURE, default=None
+    )
+    max_mem_per_cpu_mb: Annotated[int, Field(ge=0)] | None = spec(
+        "MaxMemPerCPU in MiB.", Update.RECONFIGURE, default=None
+    )
+    def_mem_per_node_mb: Annotated[int, Field(ge=0)] | None = spec(
+        "DefMemPerNode in MiB.", Update.RECONFIGURE, default=None
+    )
+    max_mem_per_node_mb: Annotated[int, Field(ge=0)] | None = spec(
+        "MaxMemPerNode in MiB.", Update.RECONFIGURE, default=None
+    )
+    max_nodes: Annotated[int, Field(ge=0)] | None = spec(
+        "MaxNodes per job; default unlimited.", Update.RECONFIGURE, default=None
+    )
+    min_nodes: Annotated[int, Field(ge=0)] | None = spec(
+        "MinNodes per job.", Update.RECONFIGURE, default=None
+    )
+    max_cpus_per_node: Annotated[int, Field(ge=1)] | None = spec(
+        "MaxCPUsPerNode: CPUs all jobs of the partition may use on one node (e.g. to leave CPUs to "
+        "a GPU partition sharing the nodes).",
+        Update.RECONFIGURE,
+        default=None,
+    )
+    over_subscribe: Annotated[str, Field(pattern=r"^(NO|YES|FORCE)(:\d+)?$")] | None = spec(
+        "OverSubscribe: NO, YES[:jobs] or FORCE[:jobs] (whole nodes: `exclusive`). Default NO.",
+        Update.RECONFIGURE,
+        default=None,
+    )
+    exclusive_user: bool = spec(
+        "ExclusiveUser: a node runs jobs of one user at a time.", Update.RECONFIGURE, default=False
+    )
+    tres_billing_weights: Annotated[str, Field(pattern=r"^\S+$")] | None = spec(
+        'TRESBillingWeights, e.g. "CPU=1.0,Mem=0.25G,GRES/gpu=2.0".', Update.RECONFIGURE, default=None
+    )
+    hidden: bool = spec("Hidden from sinfo and squeue by default.", Update.RECONFIGURE, default=False)
+    state: Literal["UP", "DOWN", "DRAIN", "INACTIVE"] = spec(
+        "State: UP, DOWN (jobs queue, none start), DRAIN (no new jobs) or INACTIVE.",
+        Update.RECONFIGURE,
+        default="UP",
+    )
+    suspend_time: Annotated[int, Field(ge=-1)] | None = spec(
+        "SuspendTime of the partition's nodes: idle seconds before power saving suspends them (-1: never).",
+        Update.RECONFIGURE,
+        default=None,
+    )
+    suspend_timeout: Annotated[int, Field(ge=1)] | None = spec(
+        "SuspendTimeout of the partition's nodes, seconds.", Update.RECONFIGURE, default=None
+    )
+    resume_timeout: Annotated[int, Field(ge=1)] | None = spec(
+        "ResumeTimeout of the partition's nodes, seconds.", Update.RECONFIGURE, default=None
+    )
+    power_down_on_idle: bool = spec(
+        "PowerDownOnIdle: power a node down as soon as it is idle.", Update.RECONFIGURE, default=False
+    )
+    priority_job_factor: Annotated[int, Field(ge=0, le=65533)] | None = spec(
+        "PriorityJobFactor of the partition (the multifactor partition factor).",
+        Update.RECONFIGURE,
+        default=None,
+    )
+    extra: dict[Annotated[str, Field(pattern=OPTION_NAME_RE)], OptionValue] = spec(
+        "Further options of the partition's line (e.g. AllocNodes, LLN), written verbatim: only "
+        "options of the target release's PartitionName lines that no other key here sets.",
+        Update.RECONFIGURE,
+        default_factory=dict,
     )
 
     @field_validator("max_time", "default_time")
@@ -319,24 +538,78 @@ class Tenant(Strict):
 class Accounting(Strict):
     host: str = spec("Inventory host running slurmdbd and its MariaDB.", Update.RESTART)
     port: Annotated[int, Field(ge=1, le=65535)] = spec("slurmdbd port.", Update.RESTART, default=6819)
-    enforce: list[Literal["associations", "limits", "qos", "safe", "nojobs", "nosteps"]] = spec(
-        "AccountingStorageEnforce.",
+    enforce: list[Literal["associations", "limits", "qos", "safe", "wckeys", "nojobs", "nosteps"]] = spec(
+        "AccountingStorageEnforce; empty: not written (nothing enforced).",
         Update.RECONFIGURE,
         default_factory=lambda: ["associations", "limits", "qos"],
     )
+    tres: list[Annotated[str, Field(pattern=FLAG_RE)]] | None = spec(
+        "AccountingStorageTRES: TRES accounted beyond Slurm's own (cpu, mem, energy, node, "
+        "billing, fs/disk, vmem, pages), e.g. gres/gpu, gres/gpu:h100. Default: gres/gpu where "
+        "nodes have GPUs; [] writes none.",
+        Update.RECONFIGURE,
+        default=None,
+    )
+
+
+# The weights gpucluster gives multifactor priority where tenants share the cluster by fair-share
+# and the inventory sets none (each can be set in cluster.slurm.priority).
+FAIRSHARE_PRIORITY = {
+    "decay_half_life": "7-0",
+    "calc_period": 5,
+    "fairshare": 100000,
+    "qos": 10000,
+    "age": 1000,
+    "job_size": 0,
+    "partition": 0,
+}
 
 
 class Priority(Strict):
-    fairshare: Annotated[int, Field(ge=0)] = spec(
-        "PriorityWeightFairshare.", Update.RECONFIGURE, default=100000
+    """PriorityType and its weights: written where the inventory sets them, or where tenants share
+    the cluster by fair-share (then the weights of FAIRSHARE_PRIORITY fill what is not set)."""
+
+    type: Literal["multifactor", "basic"] = spec(
+        "PriorityType (priority/multifactor or priority/basic: first come, first served).",
+        Update.RECONFIGURE,
+        default="multifactor",
     )
-    qos: Annotated[int, Field(ge=0)] = spec("PriorityWeightQOS.", Update.RECONFIGURE, default=10000)
-    age: Annotated[int, Field(ge=0)] = spec("PriorityWeightAge.", Update.RECONFIGURE, default=1000)
-    job_size: Annotated[int, Field(ge=0)] = spec("PriorityWeightJobSize.", Update.RECONFIGURE, default=0)
-    partition: Annotated[int, Field(ge=0)] = spec("PriorityWeightPartition.", Update.RECONFIGURE, default=0)
-    decay_half_life: str = spec("PriorityDecayHalfLife.", Update.RECONFIGURE, default="7-0")
-    calc_period: Annotated[int, Field(ge=1)] = spec(
-        "PriorityCalcPeriod in minutes.", Update.RECONFIGURE, default=5
+    fairshare: Annotated[int, Field(ge=0)] | None = spec(
+        "PriorityWeightFairshare. Default with tenants: 100000.", Update.RECONFIGURE, default=None
+    )
+    qos: Annotated[int, Field(ge=0)] | None = spec(
+        "PriorityWeightQOS. Default with tenants: 10000.", Update.RECONFIGURE, default=None
+    )
+    age: Annotated[int, Field(ge=0)] | None = spec(
+        "PriorityWeightAge. Default with tenants: 1000.", Update.RECONFIGURE, default=None
+    )
+    job_size: Annotated[int, Field(ge=0)] | None = spec(
+        "PriorityWeightJobSize. Default with tenants: 0.", Update.RECONFIGURE, default=None
+    )
+    partition: Annotated[int, Field(ge=0)] | None = spec(
+        "PriorityWeightPartition. Default with tenants: 0.", Update.RECONFIGURE, default=None
+    )
+    assoc: Annotated[int, Field(ge=0)] | None = spec("PriorityWeightAssoc.", Update.RECONFIGURE, default=None)
+    tres: Annotated[str, Field(pattern=r"^\S+$")] | None = spec(
+        'PriorityWeightTRES, e.g. "CPU=1000,Mem=2000,GRES/gpu=3000".', Update.RECONFIGURE, default=None
+    )
+    decay_half_life: Annotated[str, Field(pattern=r"^\S+$")] | None = spec(
+        "PriorityDecayHalfLife. Default with tenants: 7-0.", Update.RECONFIGURE, default=None
+    )
+    calc_period: Annotated[int, Field(ge=1)] | None = spec(
+        "PriorityCalcPeriod in minutes. Default with tenants: 5.", Update.RECONFIGURE, default=None
+    )
+    max_age: Annotated[str, Field(pattern=r"^\S+$")] | None = spec(
+        "PriorityMaxAge.", Update.RECONFIGURE, default=None
+    )
+    usage_reset_period: Annotated[str, Field(pattern=r"^\S+$")] | None = spec(
+        "PriorityUsageResetPeriod (NONE, NOW, DAILY, WEEKLY, MONTHLY, QUARTERLY, YEARLY).",
+        Update.RECONFIGURE,
+        default=None,
+    )
+    favor_small: bool | None = spec("PriorityFavorSmall.", Update.RECONFIGURE, default=None)
+    flags: list[Annotated[str, Field(pattern=FLAG_RE)]] = spec(
+        "PriorityFlags.", Update.RECONFIGURE, default_factory=list
     )
 
 
@@ -357,6 +630,196 @@ class Cgroup(Strict):
     constrain_cores: bool = spec("ConstrainCores.", Update.RESTART, default=True)
     constrain_devices: bool = spec("ConstrainDevices (GPU isolation).", Update.RESTART, default=True)
     constrain_ram_space: bool = spec("ConstrainRAMSpace.", Update.RESTART, default=True)
+    extra: dict[Annotated[str, Field(pattern=OPTION_NAME_RE)], OptionValue] = spec(
+        "Further cgroup.conf keys of the target release (e.g. ConstrainSwapSpace, "
+        "AllowedRAMSpace), written verbatim after these.",
+        Update.RESTART,
+        default_factory=dict,
+    )
+
+
+class Daemons(Strict):
+    """Where slurmctld and slurmd listen, keep their files and log, and how much they log."""
+
+    slurmctld_port: (
+        Annotated[str, Field(pattern=r"^\d{1,5}(-\d{1,5})?$")] | Annotated[int, Field(ge=1, le=65535)]
+    ) = spec(
+        'SlurmctldPort: a port or a range of them ("6820-6829"): slurmd, sackd and the commands '
+        "reach slurmctld there.",
+        Update.RESTART,
+        default=6817,
+    )
+    slurmd_port: Annotated[int, Field(ge=1, le=65535)] = spec("SlurmdPort.", Update.RESTART, default=6818)
+    spool_dir: Annotated[str, Field(pattern=SLURM_PATH_RE)] = spec(
+        "SlurmdSpoolDir: slurmd's state and, configless, its copy of the files.",
+        Update.RESTART,
+        default="/var/lib/slurm/slurmd",
+    )
+    slurmctld_pid_file: Annotated[str, Field(pattern=SLURM_PATH_RE)] | None = spec(
+        "SlurmctldPidFile. Default: where the release's packages put it (/run/slurmctld.pid with "
+        "Debian's 22.05, /run/slurmctld/slurmctld.pid from 24.11, whose units run slurmctld as "
+        "SlurmUser in that directory).",
+        Update.RESTART,
+        default=None,
+    )
+    slurmd_pid_file: Annotated[str, Field(pattern=SLURM_PATH_RE)] = spec(
+        "SlurmdPidFile.", Update.RESTART, default="/run/slurmd.pid"
+    )
+    slurmctld_log_file: Annotated[str, Field(pattern=SLURM_PATH_RE)] | None = spec(
+        "SlurmctldLogFile; null: syslog.", Update.RESTART, default="/var/log/slurm/slurmctld.log"
+    )
+    slurmd_log_file: Annotated[str, Field(pattern=SLURM_PATH_RE)] | None = spec(
+        "SlurmdLogFile; null: syslog.", Update.RESTART, default="/var/log/slurm/slurmd.log"
+    )
+    slurmctld_debug: DebugLevel | None = spec(
+        "SlurmctldDebug; default info.", Update.RECONFIGURE, default=None
+    )
+    slurmd_debug: DebugLevel | None = spec("SlurmdDebug; default info.", Update.RECONFIGURE, default=None)
+    debug_flags: list[Annotated[str, Field(pattern=FLAG_RE)]] = spec(
+        "DebugFlags (e.g. Gres, Backfill).", Update.RECONFIGURE, default_factory=list
+    )
+
+
+class Timeouts(Strict):
+    """Slurm's timers, in seconds unless said; each written only when set (Slurm's default otherwise)."""
+
+    slurmctld: Annotated[int, Field(ge=1)] | None = spec(
+        "SlurmctldTimeout: how long a backup controller waits for the primary (default 120).",
+        Update.RECONFIGURE,
+        default=None,
+    )
+    slurmd: Annotated[int, Field(ge=0)] | None = spec(
+        "SlurmdTimeout: how long a silent slurmd may be before its node is DOWN (default 300).",
+        Update.RECONFIGURE,
+        default=None,
+    )
+    message: Annotated[int, Field(ge=1)] | None = spec(
+        "MessageTimeout (default 10).", Update.RECONFIGURE, default=None
+    )
+    tcp: Annotated[int, Field(ge=1)] | None = spec(
+        "TCPTimeout (default 2).", Update.RECONFIGURE, default=None
+    )
+    batch_start: Annotated[int, Field(ge=1)] | None = spec(
+        "BatchStartTimeout (default 10).", Update.RECONFIGURE, default=None
+    )
+    prolog_epilog: Annotated[int, Field(ge=1)] | None = spec(
+        "PrologEpilogTimeout (default: wait indefinitely).", Update.RECONFIGURE, default=None
+    )
+    unkillable_step: Annotated[int, Field(ge=1)] | None = spec(
+        "UnkillableStepTimeout (default 60).", Update.RECONFIGURE, default=None
+    )
+    kill_wait: Annotated[int, Field(ge=0)] | None = spec(
+        "KillWait: between SIGTERM and SIGKILL at a job's time limit (default 30).",
+        Update.RECONFIGURE,
+        default=None,
+    )
+    min_job_age: Annotated[int, Field(ge=0)] | None = spec(
+        "MinJobAge: how long slurmctld keeps a finished job (default 300).", Update.RECONFIGURE, default=None
+    )
+    inactive_limit: Annotated[int, Field(ge=0)] | None = spec(
+        "InactiveLimit: an srun or salloc silent that long loses its job (default 0: never).",
+        Update.RECONFIGURE,
+        default=None,
+    )
+    wait_time: Annotated[int, Field(ge=0)] | None = spec(
+        "WaitTime: srun's wait after the first task ends (default 0: unlimited).",
+        Update.RECONFIGURE,
+        default=None,
+    )
+    over_time_limit: Annotated[int, Field(ge=0)] | None = spec(
+        "OverTimeLimit, minutes a job may run past its limit (default 0).", Update.RECONFIGURE, default=None
+    )
+    epilog_msg_time: Annotated[int, Field(ge=0)] | None = spec(
+        "EpilogMsgTime, microseconds (default 2000).", Update.RECONFIGURE, default=None
+    )
+    get_env: Annotated[int, Field(ge=1)] | None = spec(
+        "GetEnvTimeout (default 120).", Update.RECONFIGURE, default=None
+    )
+    resv_over_run: Annotated[int, Field(ge=0)] | None = spec(
+        "ResvOverRun, minutes (default 0).", Update.RECONFIGURE, default=None
+    )
+
+
+class Preemption(Strict):
+    """Which jobs may preempt which (PreemptType), and what happens to the preempted ones."""
+
+    type: Literal["none", "partition_prio", "qos"] = spec(
+        "PreemptType: preempt/partition_prio (partitions of higher PriorityTier preempt lower ones "
+        "sharing the nodes) or preempt/qos (the QOS `preempt` lists).",
+        Update.RESTART,
+        default="none",
+    )
+    mode: list[Literal["OFF", "CANCEL", "GANG", "REQUEUE", "SUSPEND", "WITHIN", "PRIORITY"]] = spec(
+        "PreemptMode: what happens to a preempted job (default OFF; SUSPEND needs GANG).",
+        Update.RECONFIGURE,
+        default_factory=list,
+    )
+    exempt_time: Annotated[str, Field(pattern=r"^-?\S+$")] | None = spec(
+        "PreemptExemptTime: run time before a job may be preempted (-1: none).",
+        Update.RECONFIGURE,
+        default=None,
+    )
+    parameters: list[Annotated[str, Field(pattern=FLAG_RE)]] = spec(
+        "PreemptParameters.", Update.RECONFIGURE, default_factory=list
+    )
+
+
+class PowerSave(Strict):
+    """Slurm's power saving: idle nodes suspended by a program, and resumed by another when jobs
+    need them (nodes of State=CLOUD: cluster.nodes[].state). The programs are the site's."""
+
+    suspend_program: Annotated[str, Field(pattern=SLURM_PATH_RE)] | None = spec(
+        "SuspendProgram: powers the given nodes down.", Update.RECONFIGURE, default=None
+    )
+    resume_program: Annotated[str, Field(pattern=SLURM_PATH_RE)] | None = spec(
+        "ResumeProgram: powers the given nodes up.", Update.RECONFIGURE, default=None
+    )
+    resume_fail_program: Annotated[str, Field(pattern=SLURM_PATH_RE)] | None = spec(
+        "ResumeFailProgram: runs for nodes that did not come up in ResumeTimeout.",
+        Update.RECONFIGURE,
+        default=None,
+    )
+    suspend_time: Annotated[int, Field(ge=-1)] | None = spec(
+        "SuspendTime: idle seconds before a node is suspended (-1: never).", Update.RECONFIGURE, default=None
+    )
+    suspend_timeout: Annotated[int, Field(ge=1)] | None = spec(
+        "SuspendTimeout, seconds (default 30).", Update.RECONFIGURE, default=None
+    )
+    resume_timeout: Annotated[int, Field(ge=1)] | None = spec(
+        "ResumeTimeout, seconds (default 60).", Update.RECONFIGURE, default=None
+    )
+    suspend_rate: Annotated[int, Field(ge=0)] | None = spec(
+        "SuspendRate: nodes per minute (0: unlimited; default 60).", Update.RECONFIGURE, default=None
+    )
+    resume_rate: Annotated[int, Field(ge=0)] | None = spec(
+        "ResumeRate: nodes per minute (0: unlimited; default 300).", Update.RECONFIGURE, default=None
+    )
+    exclude_nodes: list[str] = spec(
+        "SuspendExcNodes: inventory hosts or groups never suspended.",
+        Update.RECONFIGURE,
+        default_factory=list,
+    )
+    exclude_partitions: list[Annotated[str, Field(pattern=NAME_RE)]] = spec(
+        "SuspendExcParts: partitions whose nodes are never suspended.",
+        Update.RECONFIGURE,
+        default_factory=list,
+    )
+    exclude_states: list[
+        Literal[
+            "CLOUD",
+            "DOWN",
+            "DRAIN",
+            "DYNAMIC_FUTURE",
+            "DYNAMIC_NORM",
+            "FAIL",
+            "INVALID_REG",
+            "MAINTENANCE",
+            "NOT_RESPONDING",
+            "PERFCTRS",
+            "PLANNED",
+            "RESERVED",
+        ]
+    ] = spec("SuspendExcStates: node states never suspended.", Update.RECONFIGURE, default_factory=list)
 
 
 class NodeSsh(Strict):
@@ -575,25 +1038,116 @@ class SlurmSettings(Strict):
         Update.RESTART,
         default=None,
     )
-    priority: Priority = spec(
-        "priority/multifactor weights (used when accounting is configured).",
+    priority: Priority | None = spec(
+        "PriorityType and its weights. Written where set here; with accounting and tenants, "
+        "multifactor priority with the fair-share weights of its defaults. Omit for Slurm's "
+        "default (priority/basic up to 23.02, priority/multifactor with zero weights from 23.11).",
         Update.RECONFIGURE,
-        default_factory=Priority,
+        default=None,
     )
-    mpi_default: Literal["none", "pmi2", "pmix", "cray_shasta"] = spec(
+    mpi_default: Annotated[str, Field(pattern=r"^(none|pmi2|pmix(_v[2-5])?|cray_shasta)$")] = spec(
         "MpiDefault: the MPI plugin srun uses when a job names none (`srun --mpi=...` chooses per "
-        "step). pmix only where the release's packages carry mpi/pmix (Debian's 22.05 and 24.11 "
-        "do; 26.05's do not: there srun offers pmi2 and cray_shasta).",
+        "step): none, pmi2, pmix (or pmix_v2 ... pmix_v5), cray_shasta. pmix only where the "
+        "release's packages carry mpi/pmix (Debian's 22.05 and 24.11 do; 26.05's do not: there "
+        "srun offers pmi2 and cray_shasta).",
         Update.RECONFIGURE,
         default="none",
     )
-    proctrack: Literal["cgroup", "linuxproc"] = spec(
-        "ProctrackType plugin (linuxproc only where cgroups are unavailable, e.g. containers).",
+    proctrack: Literal["cgroup", "linuxproc", "pgid"] = spec(
+        "ProctrackType plugin (linuxproc or pgid only where cgroups are unavailable, e.g. "
+        "containers: neither can kill every process of a job).",
         Update.RESTART,
         default="cgroup",
     )
     task_plugins: list[Literal["cgroup", "affinity", "none"]] = spec(
-        "TaskPlugin list.", Update.RESTART, default_factory=lambda: ["cgroup", "affinity"]
+        "TaskPlugin list, in order; empty (or none): no task plugin, Slurm's default.",
+        Update.RESTART,
+        default_factory=lambda: ["cgroup", "affinity"],
+    )
+    job_acct_gather_type: Literal["cgroup", "linux", "none"] | None = spec(
+        "JobAcctGatherType (jobacct_gather/<type>): how job usage is measured. Default: cgroup with "
+        "proctrack cgroup, linux otherwise.",
+        Update.RESTART,
+        default=None,
+    )
+    scheduler_type: Literal["backfill", "builtin"] = spec(
+        "SchedulerType (sched/<type>): backfill starts lower-priority jobs that do not delay "
+        "higher ones; builtin is strict priority order.",
+        Update.RESTART,
+        default="backfill",
+    )
+    scheduler_parameters: list[Annotated[str, Field(pattern=FLAG_RE)]] = spec(
+        "SchedulerParameters, e.g. [bf_continue, bf_window=4320, nohold_on_prolog_fail].",
+        Update.RECONFIGURE,
+        default_factory=list,
+    )
+    select_type: Literal["cons_tres", "linear", "cons_res"] = spec(
+        "SelectType (select/<type>): cons_tres allocates cores, memory and GPUs; linear whole "
+        "nodes; cons_res only up to Slurm 23.02 (23.11 removed it: use cons_tres).",
+        Update.RESTART,
+        default="cons_tres",
+    )
+    select_type_parameters: list[Annotated[str, Field(pattern=r"^[A-Za-z_]+$")]] = spec(
+        "SelectTypeParameters, e.g. [CR_Core_Memory] (cores and memory are consumable), "
+        "[CR_CPU]; empty: not written.",
+        Update.RESTART,
+        default_factory=lambda: ["CR_Core_Memory"],
+    )
+    preemption: Preemption | None = spec(
+        "Preemption (PreemptType, PreemptMode, PreemptExemptTime); omit for none.",
+        Update.RESTART,
+        default=None,
+    )
+    prolog: list[Annotated[str, Field(pattern=r"^\S+$")]] = spec(
+        "Prolog: programs slurmd runs as root on a job's nodes before it starts; each a path or a "
+        "glob such as /etc/slurm/prolog.d/* (a directory of them). Slurm >= 24.05 takes several "
+        "(one line each); older releases one. With cluster.slurm.health.prolog, the health check "
+        "runs first.",
+        Update.RECONFIGURE,
+        default_factory=list,
+    )
+    epilog: list[Annotated[str, Field(pattern=r"^\S+$")]] = spec(
+        "Epilog: programs slurmd runs as root on a job's nodes after it ends (as `prolog`).",
+        Update.RECONFIGURE,
+        default_factory=list,
+    )
+    prolog_flags: list[PrologFlag] = spec(
+        "PrologFlags, e.g. [Alloc, Contain, Serial]. cluster.slurm.node_ssh adds Contain.",
+        Update.RESTART,
+        default_factory=list,
+    )
+    timeouts: Timeouts = spec("Slurm's timers.", Update.RECONFIGURE, default_factory=Timeouts)
+    daemons: Daemons = spec(
+        "Ports, files and log levels of slurmctld and slurmd.", Update.RESTART, default_factory=Daemons
+    )
+    power_save: PowerSave | None = spec(
+        "Power saving (SuspendProgram, ResumeProgram, their timers); cloud nodes are "
+        "cluster.nodes[].state: cloud. Omit for none.",
+        Update.RECONFIGURE,
+        default=None,
+    )
+    propagate_resource_limits: list[Annotated[str, Field(pattern=FLAG_RE)]] | None = spec(
+        "PropagateResourceLimits: the submitting shell's limits jobs take (ALL, NONE, or e.g. "
+        "[CORE, NOFILE]); default ALL.",
+        Update.RECONFIGURE,
+        default=None,
+    )
+    propagate_resource_limits_except: list[Annotated[str, Field(pattern=FLAG_RE)]] = spec(
+        "PropagateResourceLimitsExcept, e.g. [MEMLOCK] (jobs keep the node's RDMA memory limit).",
+        Update.RECONFIGURE,
+        default_factory=list,
+    )
+    slurmctld_parameters: list[Annotated[str, Field(pattern=FLAG_RE)]] = spec(
+        "SlurmctldParameters (after enable_configless, which cluster.slurm.configless sets), e.g. "
+        "[idle_on_node_suspend, cloud_dns].",
+        Update.RESTART,
+        default_factory=list,
+    )
+    slurmd_parameters: list[Annotated[str, Field(pattern=FLAG_RE)]] = spec(
+        "SlurmdParameters (after config_overrides, which cluster.slurm.config_overrides sets), "
+        "e.g. [numa_node_as_socket].",
+        Update.RESTART,
+        default_factory=list,
     )
     config_overrides: bool = spec(
         "SlurmdParameters=config_overrides: trust slurm.conf over detected hardware (labs, emulation).",
@@ -626,7 +1180,9 @@ class SlurmSettings(Strict):
         default=None,
     )
     extra: dict[Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9]*$")], str | int] = spec(
-        "Further slurm.conf keys, written verbatim after the generated ones.",
+        "Further slurm.conf keys, written verbatim after the generated ones: keys of the target "
+        "release that no setting of the inventory writes or models (a key the model has a place "
+        "for is refused here, naming that place).",
         Update.RECONFIGURE,
         default_factory=dict,
     )
@@ -634,6 +1190,10 @@ class SlurmSettings(Strict):
     @property
     def state_dir(self) -> str:
         return self.state_save_location or DEFAULT_STATE_SAVE_LOCATION
+
+    @property
+    def slurmctld_pid_file(self) -> str:
+        return self.daemons.slurmctld_pid_file or self.release.packaging.slurmctld_pid_file
 
     @field_validator("version")
     @classmethod

@@ -22,6 +22,7 @@ from gpucluster.resolved import resolved_view
 from gpucluster.slurm.accounts import fair_shares
 from gpucluster.slurm.gpus import gpu_cores, per_gpu_defaults
 from gpucluster.slurm.releases import RELEASES, Release, SlurmVersion
+from gpucluster.slurm.settings import priority_lines
 
 
 def _gpus(cluster: Cluster, hosts: list[str]) -> int:
@@ -105,7 +106,7 @@ def slurm_section(cluster: Cluster) -> str:
         ("login hosts", slurm.login),
         ("configless", slurm.configless),
         ("REST API", f"http://{rest.host}:{rest.port}/slurm/{cluster.release.rest_api.url_version}/ (JWT)" if rest else None),
-        ("priority weights", slurm.priority.model_dump() if accounting else None),
+        ("priority", dict(priority_lines(cluster.spec)) or None),
         ("health checks", f"every {health.interval} s in {','.join(health.node_state)}; heavy ones in {','.join(health.heavy_node_state)}; prolog {'on' if health.prolog else 'off'}" if health else None),
         ("node ssh", ("admins: " + (", ".join(slurm.node_ssh.admins) or "root only")) if slurm.node_ssh else None),
         ("MPI default", slurm.mpi_default),
@@ -121,7 +122,7 @@ def node_type_table(cluster: Cluster) -> str:
     types = []
     for name, hosts in sorted(cluster.hosts_by_type.items()):
         t = cluster.spec.node_types[name]
-        gpus = f"{t.gpus.count} x {t.gpus.model}" if t.gpus else "-"
+        gpus = f"{t.gpus.count} x {t.gpus.model or 'untyped'}" if t.gpus else "-"
         cores = gpu_cores(t)
         if t.gpus is None:
             affinity = "-"
@@ -129,7 +130,17 @@ def node_type_table(cluster: Cluster) -> str:
             affinity = f"AutoDetect={t.gpus.autodetect}"
         else:
             affinity = " ".join(dict.fromkeys(cores)) if cores else "none"
-        types.append([name, str(len(hosts)), compress(hosts), str(t.cpus), str(t.memory_mb), gpus, affinity])
+        types.append(
+            [
+                name,
+                str(len(hosts)),
+                compress(hosts),
+                str(t.total_cpus),
+                str(t.memory_mb or "-"),
+                gpus,
+                affinity,
+            ]
+        )
     columns = ("type", "nodes", "hosts", "CPUs", "memory MiB", "GPUs/node", "GPU cores")
     return table("Node types", columns, types)
 

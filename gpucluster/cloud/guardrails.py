@@ -231,7 +231,7 @@ class _Guard:
                 f"{type_key}.count",
                 f"node type has {pool.gpus} GPUs but {pool.instance_type} has {machine.gpus}",
             )
-        if pool.gpu_model and machine.gpu_model not in pool.gpu_model:
+        if pool.gpu_model and machine.gpu_model not in pool.gpu_model.lower():
             self.fail(
                 f"{type_key}.model",
                 f"node type GPU `{pool.gpu_model}` but {pool.instance_type} has {machine.gpu_model}",

@@ -313,7 +313,18 @@ class _KubernetesChecker:
 
     def check_names(self) -> None:
         """Node types and tenants become Kubernetes object names and namespaces."""
+        in_kubernetes = {
+            t
+            for h, t in self.cluster.node_type_of.items()
+            if self.cluster.owner_of.get(h) not in (None, Owner.SLURM)
+        }
         for type_name, node_type in self.cluster.spec.node_types.items():
+            if type_name in in_kubernetes and (node_type.memory_mb is None or not node_type.layout):
+                self.fail_outside(
+                    ["node_types", type_name],
+                    "Kubernetes runs hosts of this node type: give memory_mb, sockets and cores_per_socket "
+                    "(pod resources and Slurm node settings in Kubernetes are made from them)",
+                )
             if node_type.gpus and not K8S_NAME.match(type_name):
                 self.fail_outside(
                     ["node_types", type_name],

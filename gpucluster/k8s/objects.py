@@ -258,8 +258,8 @@ def flavor_shares(cluster: Cluster, gpus: int) -> list[FlavorShare]:
             FlavorShare(
                 flavor=k8s_name(name),
                 gpus=share,
-                millicpu=node_type.cpus * 1000 * share // per_node,
-                memory_mib=node_type.memory_mb * share // per_node,
+                millicpu=node_type.total_cpus * 1000 * share // per_node,
+                memory_mib=(node_type.memory_mb or 0) * share // per_node,
             )
         )
     return out

@@ -501,8 +501,8 @@ def soperator_nodesets_values(cluster: Cluster, k8s: KubernetesSpec) -> Values:
     for group in nodeset_groups(slurm_pods_view(cluster)):
         node_type = cluster.spec.node_types[group.node_type]
         resources: Values = {
-            "cpu": f"{node_type.cpus * 900}m",
-            "memory": f"{node_type.memory_mb * 9 // 10}Mi",
+            "cpu": f"{node_type.total_cpus * 900}m",
+            "memory": f"{(node_type.memory_mb or 0) * 9 // 10}Mi",
             "ephemeralStorage": "55Gi",
         }
         static = (

@@ -79,10 +79,17 @@ def bare_metal_health_conf(cluster: Cluster) -> str | None:
     health = cluster.spec.slurm.health
     if health is None:
         return None
-    sections = [
-        section(type_name, list(hosts), cluster.spec.node_types[type_name])
-        for type_name, hosts in cluster.hosts_by_type.items()
-    ]
+    sections = []
+    for type_name, hosts in cluster.hosts_by_type.items():
+        # Hosts whose cluster.nodes entry changes their GPUs get a section of their own.
+        by_entry: dict[int | None, list[str]] = {}
+        for host in hosts:
+            entry = cluster.entry_of.get(host)
+            gpus_changed = entry is not None and cluster.spec.nodes[entry].gpus is not None
+            by_entry.setdefault(entry if gpus_changed else None, []).append(host)
+        for entry, members in by_entry.items():
+            name = type_name if entry is None else f"{type_name}/{cluster.spec.nodes[entry].group}"
+            sections.append(section(name, members, cluster.node_type(members[0])))
     return render_health_conf(cluster, health, sections)
 
 

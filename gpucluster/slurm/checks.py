@@ -7,15 +7,21 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from gpucluster.modelbase import Owner
-from gpucluster.slurm.gpus import gpu_node_types, parse_cores, socket_split_problem
+from gpucluster.slurm.gpus import gpu_hardware, parse_cores, socket_split_problem
 from gpucluster.slurm.releases import RELEASES, configless_serves_topology_yaml
-from gpucluster.slurm.written import written_keys
+from gpucluster.slurm.settings import prolog_flags, prologs
+from gpucluster.slurm.written import (
+    CGROUP_MODELLED,
+    NODE_MODELLED,
+    NODE_PER_HOST,
+    PARTITION_MODELLED,
+    modelled,
+    option_problem,
+    written_keys,
+)
 
 if TYPE_CHECKING:
     from gpucluster.checking import CheckContext
-
-# slurm.conf's SlurmctldPort (gpucluster/templates/slurm/slurm.conf.j2).
-SLURMCTLD_PORT = 6817
 
 
 def check_slurm(ctx: CheckContext) -> None:
@@ -34,6 +40,11 @@ def check_slurm(ctx: CheckContext) -> None:
     check_configless(ctx)
     check_gpus(ctx)
     check_extra(ctx)
+    check_prologs(ctx)
+    check_daemons(ctx)
+    check_power_save(ctx)
+    check_release_keys(ctx)
+    check_options(ctx)
 
 
 def check_release(ctx: CheckContext) -> None:
@@ -51,7 +62,13 @@ def check_release(ctx: CheckContext) -> None:
             ["fabric", "blocks"],
             f"NVLink blocks need topology/block with BlockSizes (Slurm >= 24.05); Slurm {slurm.release.name} {why}",
         )
-    if slurm.mpi_default == "pmix" and not facts.packaging.pmix:
+    if slurm.select_type == "cons_res" and not facts.cons_res:
+        ctx.fail(
+            ["slurm", "select_type"],
+            f"Slurm {facts.name} has no select/cons_res (removed in 23.11): use cons_tres, which "
+            "schedules the same resources and GPUs too",
+        )
+    if slurm.mpi_default.startswith("pmix") and not facts.packaging.pmix:
         ctx.fail(
             ["slurm", "mpi_default"],
             f"the packages of Slurm {facts.name} carry no mpi/pmix plugin (srun --mpi offers pmi2 and "
@@ -155,7 +172,8 @@ def check_rest_api(ctx: CheckContext) -> None:
             "(cluster.slurm.controller, cluster.slurm.login): slurmrestd runs where the Slurm "
             "configuration is and no job runs",
         )
-    if rest.host in slurm.controller and rest.port == SLURMCTLD_PORT:
+    first, _, last = str(slurm.daemons.slurmctld_port).partition("-")
+    if rest.host in slurm.controller and int(first) <= rest.port <= int(last or first):
         ctx.fail([*parts, "port"], f"port {rest.port} is slurmctld's (SlurmctldPort) on `{rest.host}`")
     if slurm.accounting and slurm.accounting.host == rest.host and slurm.accounting.port == rest.port:
         ctx.fail(
@@ -197,7 +215,7 @@ def check_gpus(ctx: CheckContext) -> None:
                     [*parts, "affinity"],
                     f"{len(gpus.affinity)} core lists for {gpus.count} GPUs: give one per GPU",
                 )
-            total = node_type.sockets * node_type.cores_per_socket
+            total = node_type.total_cores
             for index, cores in enumerate(gpus.affinity):
                 if max(parse_cores(cores)) >= total:
                     ctx.fail(
@@ -212,19 +230,18 @@ def check_gpus(ctx: CheckContext) -> None:
         asked = {"cpus_per_gpu": partition.cpus_per_gpu, "memory_per_gpu_mb": partition.memory_per_gpu_mb}
         if not any(asked.values()):
             continue
-        types = gpu_node_types(cluster, partition.name)
-        if not types and partition.name in cluster.partitions:
+        hardware = gpu_hardware(cluster, partition.name)
+        if not hardware and partition.name in cluster.partitions:
             key = next(k for k, v in asked.items() if v)
             ctx.fail(["partitions", index, key], "the partition has no GPU nodes")
-        for type_name in types:
-            node_type = ctx.spec.node_types[type_name]
+        for type_name, node_type in hardware:
             assert node_type.gpus is not None
             count = node_type.gpus.count
             for key, value, has, unit in (
-                ("cpus_per_gpu", partition.cpus_per_gpu, node_type.cpus, "CPUs"),
+                ("cpus_per_gpu", partition.cpus_per_gpu, node_type.total_cpus, "CPUs"),
                 ("memory_per_gpu_mb", partition.memory_per_gpu_mb, node_type.memory_mb, "MiB"),
             ):
-                if value and value * count > has:
+                if value and has is not None and value * count > has:
                     ctx.fail(
                         ["partitions", index, key],
                         f"a job using all {count} GPUs of a `{type_name}` node would get {count} x {value} = "
@@ -247,7 +264,10 @@ def check_extra(ctx: CheckContext) -> None:
     written = {key.lower(): (key, setting) for key, setting in written_keys(ctx.spec).items()}
     for key in extra:
         parts = ["slurm", "extra", key]
-        if key.lower() in written:
+        home = modelled(key)
+        if home is not None:
+            ctx.fail(parts, f"{home[0]} is {home[1]}: set it there")
+        elif key.lower() in written:
             name, setting = written[key.lower()]
             ctx.fail(
                 parts,
@@ -301,3 +321,142 @@ def check_qos(ctx: CheckContext) -> None:
         for n, other in enumerate(qos.preempt):
             if other not in names:
                 ctx.fail(["qos", index, "preempt", n], f"unknown QOS `{other}`")
+
+
+def check_prologs(ctx: CheckContext) -> None:
+    """Prolog lines the release can take, and PrologFlags it knows and can combine."""
+    slurm = ctx.spec.slurm
+    facts = slurm.release
+    if not facts.several_prologs:
+        for field, programs in (("prolog", prologs(ctx.spec, "the health check")), ("epilog", slurm.epilog)):
+            if len(programs) < 2:
+                continue
+            both = (
+                "the health check's (cluster.slurm.health.prolog) and cluster.slurm.prolog"
+                if field == "prolog" and slurm.health and slurm.health.prolog
+                else f"{len(programs)} programs"
+            )
+            ctx.fail(
+                ["slurm", field],
+                f"Slurm {facts.name} takes one {field.capitalize()} ({both} given; several from 24.05): "
+                f"give one program or a glob of a directory of them (e.g. /etc/slurm/{field}.d/*)",
+            )
+    flags = prolog_flags(ctx.spec)
+    for index, flag in enumerate(slurm.prolog_flags):
+        if flag not in facts.prolog_flags:
+            ctx.fail(
+                ["slurm", "prolog_flags", index],
+                f"Slurm {facts.name} knows no PrologFlags `{flag}` (it knows {', '.join(facts.prolog_flags)})",
+            )
+    if "RunInJob" in flags and "Serial" in flags:
+        ctx.fail(
+            ["slurm", "prolog_flags"], "PrologFlags RunInJob and Serial exclude each other (slurm.conf(5))"
+        )
+    if "X11" in flags and slurm.proctrack == "linuxproc":
+        ctx.fail(
+            ["slurm", "prolog_flags"],
+            "PrologFlags X11 does not work with cluster.slurm.proctrack linuxproc (slurm.conf(5)): use cgroup",
+        )
+    if "NoHold" in flags and "Alloc" not in flags:
+        ctx.fail(["slurm", "prolog_flags"], "PrologFlags NoHold needs Alloc (slurm.conf(5))")
+
+
+def check_daemons(ctx: CheckContext) -> None:
+    """Files the release's daemons can write where its packages run them."""
+    slurm = ctx.spec.slurm
+    packaging = slurm.release.packaging
+    pid_file = slurm.daemons.slurmctld_pid_file
+    if pid_file is not None and packaging.daemons_run_as_slurm:
+        directory = packaging.slurmctld_pid_file.rsplit("/", 1)[0]
+        if pid_file.rsplit("/", 1)[0] not in (directory, directory.replace("/run/", "/var/run/", 1)):
+            ctx.fail(
+                ["slurm", "daemons", "slurmctld_pid_file"],
+                f"the packages of Slurm {slurm.release.name} run slurmctld as SlurmUser with only "
+                f"{directory} writable for it: put the pid file there ({packaging.slurmctld_pid_file})",
+            )
+
+
+def check_power_save(ctx: CheckContext) -> None:
+    power = ctx.spec.slurm.power_save
+    cloud = [i for i, entry in enumerate(ctx.spec.nodes) if entry.state == "cloud"]
+    for index in cloud:
+        entry = ctx.spec.nodes[index]
+        node_type = ctx.spec.node_types.get(entry.type)
+        gpus = entry.gpus or (node_type.gpus if node_type else None)
+        if gpus is not None and gpus.autodetect != "off":
+            where: list[str | int] = ["nodes", index, "gpus"]
+            if entry.gpus is None:
+                where = ["node_types", entry.type, "gpus", "autodetect"]
+            ctx.fail(
+                where,
+                f"cloud nodes (cluster.nodes[{index}]) cannot have their GPUs autodetected (slurmctld: "
+                '"Cannot use AutoDetect on cloud/dynamic node"): give their device files',
+            )
+    if cloud and (power is None or power.resume_program is None):
+        ctx.fail(
+            ["nodes", cloud[0], "state"],
+            "cloud nodes are started by slurmctld's ResumeProgram: set cluster.slurm.power_save.resume_program",
+        )
+    if power is None:
+        return
+    names = set(ctx.inv.group_hosts) | set(ctx.inv.group_children) | set(ctx.inv.hostvars)
+    for index, name in enumerate(power.exclude_nodes):
+        if name not in names:
+            ctx.fail(
+                ["slurm", "power_save", "exclude_nodes", index],
+                f"`{name}` is not a host or group of {ctx.inv.hosts_file.file}",
+            )
+    partitions = {p.name for p in ctx.spec.partitions}
+    for index, name in enumerate(power.exclude_partitions):
+        if name not in partitions:
+            ctx.fail(["slurm", "power_save", "exclude_partitions", index], f"unknown partition `{name}`")
+
+
+def check_release_keys(ctx: CheckContext) -> None:
+    """Settings whose key the target release does not have (a removed or a newer key)."""
+    from gpucluster.slurm.conf_keys import KEYS
+    from gpucluster.slurm.settings import POWER_SAVE_KEYS, PRIORITY_KEYS, TIMEOUT_KEYS
+
+    slurm = ctx.spec.slurm
+    known = KEYS[slurm.release.name]
+    groups: list[tuple[str, object, dict[str, str]]] = [("timeouts", slurm.timeouts, TIMEOUT_KEYS)]
+    if slurm.power_save is not None:
+        groups.append(("power_save", slurm.power_save, POWER_SAVE_KEYS))
+    if slurm.priority is not None:
+        groups.append(("priority", slurm.priority, PRIORITY_KEYS))
+    if slurm.preemption is not None:
+        groups.append(("preemption", slurm.preemption, {"parameters": "PreemptParameters"}))
+    for section, settings, keys in groups:
+        for field, key in keys.items():
+            if getattr(settings, field) not in (None, []) and key not in known:
+                ctx.fail(
+                    ["slurm", section, field],
+                    f"Slurm {slurm.release.name} has no {key} (slurm.conf(5) of the release): remove it",
+                )
+
+
+def check_options(ctx: CheckContext) -> None:
+    """The `extra` options of node types, partitions and cgroup.conf: options of the target
+    release that no key of the model sets."""
+    from gpucluster.slurm.conf_keys import CGROUP_KEYS, NODE_KEYS, PARTITION_KEYS
+
+    release = ctx.spec.slurm.release.name
+    for name, node_type in ctx.spec.node_types.items():
+        for key in node_type.extra:
+            if key in NODE_PER_HOST:
+                problem: str | None = f"{key} names one address per host: give it in DNS or /etc/hosts"
+            else:
+                problem = option_problem(key, NODE_MODELLED, NODE_KEYS[release], "NodeName lines", release)
+            if problem:
+                ctx.fail(["node_types", name, "extra", key], problem)
+    for index, partition in enumerate(ctx.spec.partitions):
+        for key in partition.extra:
+            problem = option_problem(
+                key, PARTITION_MODELLED, PARTITION_KEYS[release], "PartitionName lines", release
+            )
+            if problem:
+                ctx.fail(["partitions", index, "extra", key], problem)
+    for key in ctx.spec.slurm.cgroup.extra:
+        problem = option_problem(key, CGROUP_MODELLED, CGROUP_KEYS[release], "cgroup.conf", release)
+        if problem:
+            ctx.fail(["slurm", "cgroup", "extra", key], problem)

@@ -40,6 +40,9 @@ def gpu_cores(node_type: NodeType) -> list[str] | None:
         return None
     if isinstance(gpus.affinity, list):
         return list(gpus.affinity)
+    if node_type.sockets is None or node_type.cores_per_socket is None:
+        # Only a CPU count: which cores sit near which GPU is unknown unless listed.
+        return None
     # `socket`, the default: GPUs split evenly over the sockets, in order.
     per_socket = gpus.count // node_type.sockets
     cores = node_type.cores_per_socket
@@ -75,7 +78,7 @@ def gres_lines(node_type: NodeType) -> list[GresLine]:
 
 def socket_split_problem(node_type: NodeType) -> str | None:
     gpus = node_type.gpus
-    if gpus is None or gpus.count % node_type.sockets == 0:
+    if gpus is None or node_type.sockets is None or gpus.count % node_type.sockets == 0:
         return None
     return (
         f"{gpus.count} GPUs do not split evenly over {node_type.sockets} sockets: list the cores of each "
@@ -83,12 +86,13 @@ def socket_split_problem(node_type: NodeType) -> str | None:
     )
 
 
-def share(node_type: NodeType) -> tuple[int, int] | None:
-    """(CPUs, MiB) per GPU of a node type; None for one without GPUs."""
+def share(node_type: NodeType) -> tuple[int, int | None] | None:
+    """(CPUs, MiB) per GPU of a node type (MiB None without memory_mb); None without GPUs."""
     gpus = node_type.gpus
     if gpus is None:
         return None
-    return node_type.cpus // gpus.count, node_type.memory_mb // gpus.count
+    memory = None if node_type.memory_mb is None else node_type.memory_mb // gpus.count
+    return node_type.total_cpus // gpus.count, memory
 
 
 def gpu_node_types(cluster: Cluster, partition: str) -> list[str]:
@@ -96,13 +100,33 @@ def gpu_node_types(cluster: Cluster, partition: str) -> list[str]:
     return sorted(t for t in types if cluster.spec.node_types[t].gpus)
 
 
+def gpu_hardware(cluster: Cluster, partition: str) -> list[tuple[str, NodeType]]:
+    """The distinct GPU hardware of a partition's hosts, with its node type's name: their node
+    types, with the overrides of their cluster.nodes entries."""
+    if not cluster.entry_of:
+        return [(t, cluster.spec.node_types[t]) for t in gpu_node_types(cluster, partition)]
+    seen: dict[int, tuple[str, NodeType]] = {}
+    for host in cluster.partitions.get(partition, []):
+        node_type = cluster.node_type(host)
+        if node_type.gpus:
+            seen.setdefault(id(node_type), (cluster.node_type_of[host], node_type))
+    return list(seen.values())
+
+
 def per_gpu_defaults(cluster: Cluster, partition: Partition) -> tuple[int | None, int | None]:
-    """(DefCpuPerGPU, DefMemPerGPU) of a partition: as set, else the smallest share of its GPU
-    node types, so that a job using every GPU of any of its nodes still fits that node. None for a
-    partition without GPU nodes, and for CPUs where a node has fewer CPUs than GPUs."""
-    shares = [s for t in gpu_node_types(cluster, partition.name) if (s := share(cluster.spec.node_types[t]))]
+    """(DefCpuPerGPU, DefMemPerGPU) of a partition: as set (0: none), else the smallest share of
+    its GPU hardware, so that a job using every GPU of any of its nodes still fits that node. None
+    for a partition without GPU nodes, for CPUs where a node has fewer CPUs than GPUs, and for
+    memory where a node has no memory_mb or the partition sets another memory default (Slurm
+    takes one of DefMemPerCPU, DefMemPerNode and DefMemPerGPU)."""
+    shares = [s for _, t in gpu_hardware(cluster, partition.name) if (s := share(t))]
     if not shares:
         return None, None
-    cpus = partition.cpus_per_gpu or min(c for c, _ in shares) or None
-    memory = partition.memory_per_gpu_mb or min(m for _, m in shares) or None
-    return cpus, memory
+    cpus = partition.cpus_per_gpu if partition.cpus_per_gpu is not None else min(c for c, _ in shares)
+    memory: int | None = partition.memory_per_gpu_mb
+    other_memory_default = (
+        partition.def_mem_per_cpu_mb is not None or partition.def_mem_per_node_mb is not None
+    )
+    if memory is None and not other_memory_default and all(m is not None for _, m in shares):
+        memory = min(m for _, m in shares if m is not None)
+    return cpus or None, memory or None

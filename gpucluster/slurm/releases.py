@@ -179,6 +179,14 @@ class Release:
     configless_serves_prolog: bool
     # First version whose configless slurmctld serves topology.yaml (None: never).
     configless_topology_yaml_since: SlurmVersion | None = None
+    # Prolog= and Epilog= may be given on several lines, each a program (24.05+; before, one
+    # line, which may be a glob).
+    several_prologs: bool = False
+    # The `none` plugins exist (jobacct_gather/none, task/none, ...); 23.11 removed them: no
+    # plugin is named by leaving the key out.
+    none_plugins: bool = False
+    # PrologFlags values the release knows.
+    prolog_flags: tuple[str, ...] = ("Alloc", "Contain", "DeferBatch", "NoHold", "Serial", "X11")
     # Where the facts were read.
     source: str = ""
     notes: tuple[str, ...] = field(default_factory=tuple)
@@ -192,6 +200,8 @@ _HEALTH_22_05 = ("ALLOC", "ANY", "CYCLE", "IDLE", "MIXED")
 _HEALTH_23_02 = (*_HEALTH_22_05, "NONDRAINED_IDLE")
 _HEALTH_25_11 = (*_HEALTH_23_02, "START_ONLY")
 _HEALTH_26_05 = (*_HEALTH_25_11, "REBOOT_ONLY")
+_PROLOG_FLAGS_23_02 = ("Alloc", "Contain", "DeferBatch", "NoHold", "ForceRequeueOnFail", "Serial", "X11")
+_PROLOG_FLAGS_24_05 = (*_PROLOG_FLAGS_23_02, "RunInJob")
 
 
 def _rest(parser: str) -> RestApi:
@@ -224,6 +234,7 @@ RELEASES: dict[str, Release] = {
             autodetect_nvidia=False,
             slurmctld_http=False,
             configless_serves_prolog=False,
+            none_plugins=True,
             source="Debian bookworm 22.05.8 (real daemons)",
         ),
         Release(
@@ -247,6 +258,8 @@ RELEASES: dict[str, Release] = {
             autodetect_nvidia=False,
             slurmctld_http=False,
             configless_serves_prolog=False,
+            prolog_flags=_PROLOG_FLAGS_23_02,
+            none_plugins=True,
             source=_DOCS,
         ),
         Release(
@@ -270,6 +283,7 @@ RELEASES: dict[str, Release] = {
             autodetect_nvidia=False,
             slurmctld_http=False,
             configless_serves_prolog=True,
+            prolog_flags=_PROLOG_FLAGS_23_02,
             source=_DOCS,
         ),
         Release(
@@ -293,6 +307,8 @@ RELEASES: dict[str, Release] = {
             autodetect_nvidia=False,
             slurmctld_http=False,
             configless_serves_prolog=True,
+            several_prologs=True,
+            prolog_flags=_PROLOG_FLAGS_24_05,
             source=_DOCS,
         ),
         Release(
@@ -316,6 +332,8 @@ RELEASES: dict[str, Release] = {
             autodetect_nvidia=True,
             slurmctld_http=False,
             configless_serves_prolog=True,
+            several_prologs=True,
+            prolog_flags=_PROLOG_FLAGS_24_05,
             source="Debian trixie 24.11.5 (real daemons)",
         ),
         Release(
@@ -340,6 +358,8 @@ RELEASES: dict[str, Release] = {
             slurmctld_http=False,
             configless_serves_prolog=True,
             configless_topology_yaml_since=SlurmVersion(25, 5, 2),
+            several_prologs=True,
+            prolog_flags=_PROLOG_FLAGS_24_05,
             source=_DOCS,
         ),
         Release(
@@ -364,6 +384,8 @@ RELEASES: dict[str, Release] = {
             slurmctld_http=True,
             configless_serves_prolog=True,
             configless_topology_yaml_since=SlurmVersion(25, 11),
+            several_prologs=True,
+            prolog_flags=_PROLOG_FLAGS_24_05,
             source=_DOCS,
         ),
         Release(
@@ -388,6 +410,8 @@ RELEASES: dict[str, Release] = {
             slurmctld_http=True,
             configless_serves_prolog=True,
             configless_topology_yaml_since=SlurmVersion(26, 5),
+            several_prologs=True,
+            prolog_flags=_PROLOG_FLAGS_24_05,
             source="Debian forky 26.05.5 (real daemons)",
             notes=(
                 "26.05.3 and later refuse (fatal) a BlockSizes entry that is not the base size times a power of two",

@@ -240,10 +240,16 @@ def check_nodes(plan: Plan, seen: Observations) -> CheckResult:
         node_type = cluster.node_type(node)
         gpus = node_type.gpus
         want = {
-            "CPUs": (str(node_type.cpus), fields.get("CPUTot")),
-            "memory": (str(node_type.memory_mb), fields.get("RealMemory")),
+            "CPUs": (str(node_type.total_cpus), fields.get("CPUTot")),
+            "memory": (str(node_type.memory_mb or 1), fields.get("RealMemory")),
             "GRES": (
-                ",".join(sorted({f"gpu:{gpus.model}:{gpus.count}"} if gpus else set())),
+                ",".join(
+                    sorted(
+                        {f"gpu:{gpus.model}:{gpus.count}" if gpus.model else f"gpu:{gpus.count}"}
+                        if gpus
+                        else set()
+                    )
+                ),
                 ",".join(sorted(parse.gres(fields.get("Gres")))),
             ),
             "features": (

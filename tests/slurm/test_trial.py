@@ -106,7 +106,7 @@ def test_trial_catches_a_config_slurm_rejects(inventories: InventoryFactory) -> 
     data = yaml.safe_load(textwrap.dedent(SMALL_CLUSTER))
     bad = copy.deepcopy(data)
     # A select plugin parameter Slurm 22.05 does not know: the daemon must refuse it.
-    bad["cluster"]["slurm"]["extra"] = {"SelectTypeParameters": "CR_Bogus"}
+    bad["cluster"]["slurm"]["select_type_parameters"] = ["CR_Bogus"]
     cluster = load_cluster(inventories.make(SMALL_HOSTS, yaml.safe_dump(bad)))
     result = run_trial(cluster, render_files(cluster))
     assert not result.ok

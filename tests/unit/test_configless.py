@@ -46,14 +46,17 @@ def test_on_enables_configless_in_slurmctld(inventories: InventoryFactory) -> No
 
 def test_site_slurmctld_parameters_join_the_one_line(inventories: InventoryFactory) -> None:
     """Two SlurmctldParameters lines would leave Slurm the last one, without enable_configless."""
-    extra = {"SlurmctldParameters": "idle_on_node_suspend,enable_configless", "SlurmdTimeout": 20}
-    lines = slurm_conf(small(inventories, configless=True, extra=extra))
+    settings = {
+        "slurmctld_parameters": ["idle_on_node_suspend", "enable_configless"],
+        "timeouts": {"slurmd": 20},
+    }
+    lines = slurm_conf(small(inventories, configless=True, **settings))
     assert [line for line in lines if line.startswith("SlurmctldParameters")] == [
         "SlurmctldParameters=enable_configless,idle_on_node_suspend"
     ]
     assert "SlurmdTimeout=20" in lines
-    # Classic: the site's line stays verbatim in its section.
-    classic = slurm_conf(small(inventories, name="classic", extra=extra))
+    # Classic: the site's values as they are.
+    classic = slurm_conf(small(inventories, name="classic", **settings))
     assert [line for line in classic if line.startswith("SlurmctldParameters")] == [
         "SlurmctldParameters=idle_on_node_suspend,enable_configless"
     ]

@@ -88,7 +88,13 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
         "prolog in extra",
         lambda c: c["slurm"].update(health={"prolog": True}, extra={"Prolog": "/etc/slurm/prolog.sh"}),
         "cluster.slurm.extra.Prolog",
-        "written by cluster.slurm.health",
+        "Prolog is cluster.slurm.prolog: set it there",
+    ),
+    (
+        "a second prolog where the release takes one",
+        lambda c: c["slurm"].update(health={"prolog": True}, prolog=["/etc/slurm/prolog.sh"]),
+        "cluster.slurm.prolog",
+        "Slurm 22.05 takes one Prolog (the health check's (cluster.slurm.health.prolog) and cluster.slurm.prolog given",
     ),
 ]
 
@@ -118,14 +124,31 @@ def test_node_states_that_reach_a_drained_idle_node_are_accepted(
     assert "HealthCheckNodeState=" + ",".join(states) in render_files(cluster)["slurm/slurm.conf"]
 
 
-def test_own_prolog_may_stay_in_extra_when_the_check_is_not_the_prolog(inventories: InventoryFactory) -> None:
+def test_own_prolog_stays_when_the_check_is_not_the_prolog(inventories: InventoryFactory) -> None:
     directory = write(
         inventories,
-        lambda c: c["slurm"].update(health={"prolog": False}, extra={"Prolog": "/etc/slurm/p.sh"}),
+        lambda c: c["slurm"].update(health={"prolog": False}, prolog=["/etc/slurm/p.sh"]),
     )
     conf = render_files(load_cluster(directory))["slurm/slurm.conf"]
     assert f"HealthCheckProgram={HEALTH_PROGRAM}" in conf
     assert conf.count("Prolog=") == 1 and "Prolog=/etc/slurm/p.sh" in conf
+
+
+def test_from_24_05_the_check_and_the_sites_prologs_are_lines_of_their_own(
+    inventories: InventoryFactory,
+) -> None:
+    directory = write(
+        inventories,
+        lambda c: c["slurm"].update(
+            version="24.11", health={"prolog": True}, prolog=["/etc/slurm/prolog.d/*", "/opt/site/prolog"]
+        ),
+    )
+    conf = render_files(load_cluster(directory))["slurm/slurm.conf"]
+    assert [line for line in conf.splitlines() if line.startswith("Prolog=")] == [
+        "Prolog=/etc/slurm/prolog.d/*",
+        "Prolog=/opt/site/prolog",
+        f"Prolog={HEALTH_PROGRAM}",
+    ]
 
 
 def test_without_health_nothing_is_rendered(inventories: InventoryFactory) -> None:

@@ -19,7 +19,7 @@ from gpucluster.layers import load_cluster
 from gpucluster.render import render_files
 from gpucluster.slurm.conf_keys import KEYS, SOURCES
 from gpucluster.slurm.releases import RELEASES
-from gpucluster.slurm.written import written_keys
+from gpucluster.slurm.written import MODELLED, written_keys
 from tests.conftest import INVENTORIES, SMALL_CLUSTER, SMALL_HOSTS, InventoryFactory, example_inventories
 
 BASE = yaml.safe_load(textwrap.dedent(SMALL_CLUSTER))
@@ -189,13 +189,20 @@ def extra(**keys: Any) -> Callable[[dict[str, Any]], None]:
 
 def test_extra_keys_are_those_of_the_target_release(inventories: InventoryFactory) -> None:
     found = problems(
-        edited(inventories, extra(SelectTypeParameter="CR_Core", SchedulerType="sched/builtin", KillWait=30))
+        edited(
+            inventories,
+            extra(
+                SelectTypeParameter="CR_Core", SchedulerType="sched/builtin", KillWait=30, SlurmUser="root"
+            ),
+        )
     )
     assert sorted(p.split(": ", 1)[1] for p in found) == [
-        "cluster.slurm.extra.SchedulerType: SchedulerType is written by gpucluster's slurm.conf (always "
-        "written); remove it here (Slurm would keep one of the two lines)",
+        "cluster.slurm.extra.KillWait: KillWait is cluster.slurm.timeouts.kill_wait: set it there",
+        "cluster.slurm.extra.SchedulerType: SchedulerType is cluster.slurm.scheduler_type: set it there",
         "cluster.slurm.extra.SelectTypeParameter: `SelectTypeParameter` is not a slurm.conf key of Slurm "
         "22.05: did you mean `SelectTypeParameters`?",
+        "cluster.slurm.extra.SlurmUser: SlurmUser is written by gpucluster's slurm.conf (always "
+        "written); remove it here (Slurm would keep one of the two lines)",
     ]
 
 
@@ -208,10 +215,14 @@ def test_a_key_of_another_release_says_which_had_it(inventories: InventoryFactor
 
 
 def test_written_keys_are_refused_in_any_spelling(inventories: InventoryFactory) -> None:
-    found = problems(edited(inventories, extra(clustername="x", AccountingStoragePort=7000)))
-    assert sorted(p.split(": ", 2)[2].split(" is written by ")[0] for p in found) == [
-        "AccountingStoragePort",
-        "ClusterName",
+    found = problems(
+        edited(inventories, extra(clustername="x", AccountingStoragePort=7000, authtype="auth/x"))
+    )
+    assert sorted(p.split(": ", 2)[2] for p in found) == [
+        "AccountingStoragePort is cluster.slurm.accounting.port: set it there",
+        "AuthType is written by gpucluster's slurm.conf (always written); remove it here (Slurm would keep "
+        "one of the two lines)",
+        "ClusterName is cluster.name: set it there",
     ]
 
 
@@ -247,7 +258,67 @@ def test_written_keys_are_what_slurm_conf_holds(example: str) -> None:
         return
     found = global_keys(conf)
     written = set(written_keys(cluster.spec))
-    # Every line gpucluster writes is in the table, and the table says when it is written.
-    assert found - written - set(cluster.spec.slurm.extra) <= {"SlurmctldParameters"}
+    # Every line gpucluster writes is in the tables, and the table says when it is written.
+    assert found - written - set(MODELLED) - set(cluster.spec.slurm.extra) == set()
     assert written - found <= {"DefCpuPerGPU", "DefMemPerGPU"}  # on the partitions' lines
     assert all(key in KEYS[cluster.release.name] for key in found)
+
+
+def maximal(c: dict[str, Any]) -> None:
+    """Every Slurm setting of the model set (Slurm 26.05), so that each key it writes shows."""
+    c["slurm"].update(
+        version="26.05",
+        state_save_location="/shared/state",
+        configless=True,
+        config_overrides=True,
+        rest_api={"host": "head"},
+        node_ssh={},
+        health={"interval": 300},
+        priority={"fairshare": 1, "assoc": 2, "tres": "GRES/gpu=3", "max_age": "7-0", "usage_reset_period": "NONE",
+                  "favor_small": True, "flags": ["SMALL_RELATIVE_TO_TIME"]},
+        scheduler_parameters=["bf_continue"],
+        preemption={"type": "qos", "mode": ["REQUEUE"], "exempt_time": "10", "parameters": ["strict_order"]},
+        prolog=["/etc/slurm/prolog.d/*"],
+        epilog=["/etc/slurm/epilog.d/*"],
+        prolog_flags=["Alloc"],
+        timeouts={name: 100 for name in ("slurmctld", "slurmd", "message", "tcp", "batch_start", "prolog_epilog",
+                  "unkillable_step", "kill_wait", "min_job_age", "inactive_limit", "wait_time", "over_time_limit",
+                  "epilog_msg_time", "resv_over_run")},
+        daemons={"slurmctld_debug": "verbose", "slurmd_debug": "debug", "debug_flags": ["Gres"]},
+        power_save={"suspend_program": "/s", "resume_program": "/r", "resume_fail_program": "/f", "suspend_time": 60,
+                    "suspend_timeout": 60, "resume_timeout": 60, "suspend_rate": 1, "resume_rate": 1,
+                    "exclude_nodes": ["rack1"], "exclude_partitions": ["batch"], "exclude_states": ["DOWN"]},
+        propagate_resource_limits=["NOFILE"],
+        propagate_resource_limits_except=["MEMLOCK"],
+        slurmctld_parameters=["idle_on_node_suspend"],
+        slurmd_parameters=["numa_node_as_socket"],
+        job_acct_gather_type="linux",
+        extra={"TreeWidth": 32},
+    )  # fmt: skip
+    c["slurm"]["accounting"].update(tres=["gres/gpu"], enforce=["limits"])
+    c["node_types"]["h100"].update(
+        tmp_disk_mb=1, mem_spec_limit_mb=1024, core_spec_count=1, cpu_spec_list="0"
+    )
+
+
+def test_every_key_a_maximal_inventory_writes_is_in_the_tables(inventories: InventoryFactory) -> None:
+    cluster = load_cluster(edited(inventories, maximal))
+    conf = render_files(cluster)["slurm/slurm.conf"]
+    found = global_keys(conf)
+    written = set(written_keys(cluster.spec))
+    assert found - written - set(MODELLED) - set(cluster.spec.slurm.extra) == set()
+    assert written - found <= {"DefCpuPerGPU", "DefMemPerGPU"}
+    assert all(key in KEYS[cluster.release.name] for key in found), found - KEYS[cluster.release.name]
+    # Each model home of a key is one this inventory sets, so each key shows.
+    homes = {key for key, home in MODELLED.items() if home.startswith("cluster.slurm.")}
+    assert homes - found <= {"GetEnvTimeout", "PriorityWeightJobSize", "PriorityWeightPartition", "PriorityDecayHalfLife",
+                             "PriorityCalcPeriod", "PriorityWeightQOS", "PriorityWeightAge"}  # fmt: skip
+
+
+def test_a_setting_whose_key_the_release_lacks_is_refused(inventories: InventoryFactory) -> None:
+    found = problems(
+        edited(inventories, lambda c: c["slurm"].update(version="26.05", timeouts={"get_env": 60}))
+    )
+    assert [p.split(": ", 1)[1] for p in found] == [
+        "cluster.slurm.timeouts.get_env: Slurm 26.05 has no GetEnvTimeout (slurm.conf(5) of the release): remove it"
+    ]

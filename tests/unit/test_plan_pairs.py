@@ -149,7 +149,7 @@ def inventory(params: dict[str, Any]) -> tuple[str, str]:
     if params["health"] is not None:
         slurm["health"] = {"interval": params["health"]}
     if params["kill_wait"] is not None:
-        slurm["extra"] = {"KillWait": params["kill_wait"]}
+        slurm["extra"] = {"MaxArraySize": params["kill_wait"]}
     cluster: dict[str, Any] = {
         "name": "pairs",
         "slurm": slurm,

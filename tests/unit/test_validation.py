@@ -204,7 +204,7 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
         "node ssh and PrologFlags in extra",
         lambda c: c["slurm"].update(node_ssh={}, extra={"PrologFlags": "Contain,X11"}),
         "cluster.slurm.extra.PrologFlags",
-        "PrologFlags is written by cluster.slurm.node_ssh",
+        "PrologFlags is cluster.slurm.prolog_flags: set it there",
     ),
     (
         "node ssh admin twice",

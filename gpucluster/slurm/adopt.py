@@ -1,0 +1,238 @@
+"""`gpucluster import` end to end: read a cluster's Slurm files, make the inventory, prove it
+valid (and, with `check`, that it renders the same cluster), write it without half-written files.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gpucluster.errors import InventoryError, Problem
+from gpucluster.model import SlurmSettings
+from gpucluster.slurm.compactyaml import content_lines, dump
+from gpucluster.slurm.compare import Comparison, compare
+from gpucluster.slurm.import_nodes import NodeImport
+from gpucluster.slurm.importer import KINDS, REFUSED, GlobalImport, Placement
+from gpucluster.slurm.releases import RELEASES, SlurmVersion, known_text
+from gpucluster.slurm.view import SiteFiles, View, build_view
+
+CLUSTER_FILE = Path("group_vars") / "all" / "cluster.yml"
+HOSTS_FILE = Path("hosts.yml")
+
+
+@dataclass
+class ImportResult:
+    version: str
+    files: list[str]
+    hosts_yml: str
+    cluster_yml: str
+    placements: list[Placement]
+    view: View
+    original_lines: int  # non-blank, non-comment lines of slurm.conf (and its includes)
+    comparison: Comparison | None = None
+    adjusted: set[str] = field(default_factory=set)  # keys the import changed on purpose
+    written_to: Path | None = None
+    counts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def inventory_lines(self) -> int:
+        return content_lines(self.hosts_yml) + content_lines(self.cluster_yml)
+
+
+def target_version(text: str) -> SlurmVersion:
+    try:
+        version = SlurmVersion.parse(text)
+    except ValueError as exc:
+        raise InventoryError([Problem("--slurm-version", "", str(exc))]) from None
+    if version.release not in RELEASES:
+        raise InventoryError(
+            [
+                Problem(
+                    "--slurm-version",
+                    "",
+                    f"Slurm {version.release} is not a release gpucluster knows ({known_text()})",
+                )
+            ]
+        )
+    return version
+
+
+def _slurm_order(slurm: dict[str, Any], version: str) -> dict[str, Any]:
+    """cluster.slurm in the model's order (version and controllers first)."""
+    ordered: dict[str, Any] = {"version": version}
+    for name in SlurmSettings.model_fields:
+        if name in slurm and name != "version":
+            value = slurm[name]
+            model = SlurmSettings.model_fields[name].annotation
+            ordered[name] = _field_order(value, model)
+    return ordered
+
+
+def _field_order(value: Any, annotation: Any) -> Any:
+    if not isinstance(value, dict):
+        return value
+    for candidate in getattr(annotation, "__args__", (annotation,)):
+        fields = getattr(candidate, "model_fields", None)
+        if fields is not None:
+            return {name: value[name] for name in fields if name in value} | {
+                k: v for k, v in value.items() if k not in fields
+            }
+    return value
+
+
+def import_cluster(files: SiteFiles, version_text: str, shown: dict[Path, str] | None = None) -> ImportResult:
+    """The inventory of a cluster's files; InventoryError listing every problem (unknown input,
+    refused settings) when there is one."""
+    version = target_version(version_text)
+    release = RELEASES[version.release]
+    view = build_view(files, release, shown)
+    globals_ = GlobalImport(view).run()
+    nodes = NodeImport(view, globals_)
+    nodes.run()
+    if not nodes.refused_nodes:
+        nodes.make_partitions()
+        nodes.make_fabric()
+        nodes.power_exclusions()
+    for disposition in view.dispositions:
+        if disposition.kind == REFUSED:
+            where = disposition.where
+            globals_.problems.append(
+                Problem(
+                    where.file if where else "",
+                    disposition.written.split("=")[0],
+                    f"refused: {disposition.reason}",
+                    where.line if where else None,
+                )
+            )
+    if globals_.name is None and not globals_.problems:
+        globals_.problems.append(
+            Problem(view.files[0] if view.files else "", "ClusterName", "slurm.conf names no ClusterName")
+        )
+    if globals_.problems:
+        raise InventoryError(globals_.problems)
+    slurm = dict(globals_.slurm)
+    accounting = slurm.get("accounting")
+    has_gpus = any("gpus" in t for t in nodes.node_types.values())
+    if accounting is not None and accounting.get("tres") == (["gres/gpu"] if has_gpus else []):
+        del accounting["tres"]  # what gpucluster writes anyway
+    if globals_.extra:
+        slurm["extra"] = dict(sorted(globals_.extra.items()))
+    cluster: dict[str, Any] = {"name": globals_.name, "slurm": _slurm_order(slurm, str(version))}
+    cluster["node_types"] = nodes.node_types
+    cluster["nodes"] = nodes.nodes
+    if nodes.fabric:
+        cluster["fabric"] = nodes.fabric
+    cluster["partitions"] = nodes.partitions
+    source = ", ".join(view.files)
+    header = f"Imported by `gpucluster import` from {source} (target Slurm {version})."
+    cluster_yml = dump(
+        {"cluster": cluster},
+        flow_depth=3,
+        header=header,
+        blocks=(("cluster", "fabric", "tree"), ("cluster", "fabric", "blocks")),
+    )
+    hosts_yml = dump(nodes.hosts_yml(), flow_depth=3, header=header)
+    placements = [
+        *(_disposition(d) for d in view.dispositions if d.kind != REFUSED),
+        *globals_.placements,
+    ]
+    # A DEFAULT line's options are placed with every line that takes them: once is enough.
+    placements = list({(p.where, p.written, p.kind, p.target): p for p in placements if p.written}.values())
+    placements.sort(key=lambda p: _position(p.where, view.files))
+    result = ImportResult(
+        version=str(version),
+        files=list(view.files),
+        hosts_yml=hosts_yml,
+        cluster_yml=cluster_yml,
+        placements=placements,
+        view=view,
+        original_lines=_conf_lines(files, shown),
+        adjusted=set(globals_.adjusted),
+    )
+    result.counts = dict(Counter(p.kind for p in result.placements))
+    for kind in KINDS:
+        result.counts.setdefault(kind, 0)
+    return result
+
+
+def _position(where: str, files: list[str]) -> tuple[int, int]:
+    """Where a placement's setting is: its file's place among those read, then its line (the keys
+    the files leave out last)."""
+    name, _, line = where.rpartition(":")
+    if not name or name not in files:
+        return (len(files), 0)
+    return (files.index(name), int(line) if line.isdigit() else 0)
+
+
+def _disposition(d: Any) -> Placement:
+    return Placement(str(d.where) if d.where else "", d.written, d.kind, d.becomes, d.reason)
+
+
+def _conf_lines(files: SiteFiles, shown: dict[Path, str] | None) -> int:
+    """Lines of slurm.conf that say something, its includes counted (what the inventory replaces)."""
+    from gpucluster.slurm.parse import SLURM_RECORDS, Reader
+
+    total = 0
+    reader = Reader(SLURM_RECORDS, [], dict(shown or {}))
+    conf = reader.read(files.slurm_conf)
+    paths = {v: k for k, v in reader.display.items()}
+    for name in conf.files:
+        path = paths.get(name, Path(name))
+        text = path.read_text(encoding="utf-8", errors="replace")
+        total += sum(1 for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#"))
+    return total
+
+
+def write_inventory(result: ImportResult, out: Path, check: bool = False) -> ImportResult:
+    """Write hosts.yml and group_vars/all/cluster.yml into `out` (made; must be empty) after the
+    inventory loaded as any other; with `check`, also compare what it renders with the site's files."""
+    from gpucluster.layers import load_cluster
+
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise InventoryError(
+            [Problem(str(out), "", "the output directory exists and is not empty: give a new one")]
+        )
+    parent = out.parent if str(out.parent) else Path(".")
+    parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=parent))
+    try:
+        inventory = staging / out.name
+        (inventory / CLUSTER_FILE).parent.mkdir(parents=True)
+        (inventory / HOSTS_FILE).write_text(result.hosts_yml, encoding="utf-8")
+        (inventory / CLUSTER_FILE).write_text(result.cluster_yml, encoding="utf-8")
+        try:
+            cluster = load_cluster(inventory)
+        except InventoryError as exc:
+            # Said of the inventory as it would have been written (nothing was).
+            raise InventoryError(
+                [
+                    Problem(p.file.replace(str(inventory), str(out), 1), p.path, p.message, p.line)
+                    for p in exc.problems
+                ]
+            ) from None
+        if check:
+            result.comparison = check_render(result, cluster, staging)
+        if out.exists():
+            out.rmdir()
+        inventory.rename(out)
+        result.written_to = out
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return result
+
+
+def check_render(result: ImportResult, cluster: Any, scratch: Path) -> Comparison:
+    """The site's files against what the inventory renders, as the target release reads both."""
+    from gpucluster.render import render_files
+
+    rendered = scratch / "rendered"
+    for rel, text in render_files(cluster, only=["slurm"]).items():
+        path = rendered / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    view = build_view(SiteFiles.in_directory(rendered / "slurm"), result.view.release)
+    return compare(result.view, view, adjusted=result.adjusted)

@@ -1,0 +1,904 @@
+"""The nodes of an imported cluster: node types from hosts that share hardware, per-group
+overrides where some hosts differ (memory, features, weight, GPUs, state), the hosts.yml groups
+that partitions, switches and blocks name, and the partitions and fabric themselves.
+
+Hosts are grouped by everything that names them: their node type and overrides (a cluster.nodes
+entry), their partitions, leaf switch and block. Each such set is one hosts.yml group (an "atom");
+a cluster.nodes entry whose hosts span several atoms is a group of them. A partition, switch or
+block is then the fewest groups whose hosts are exactly its own.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from hostlist import numeric_sort_key
+
+from gpucluster.hostlists import compress, expand
+from gpucluster.modelbase import NAME_RE, SLURM_TIME_RE
+from gpucluster.slurm.conf_keys import NODE_KEYS
+from gpucluster.slurm.gpus import core_range, parse_cores
+from gpucluster.slurm.importer import DEFAULT, EXTRA, MAPPED, NATIVE, Globals, Placement
+from gpucluster.slurm.view import NodeDef, PartitionDef, Setting, View, split_list
+from gpucluster.slurm.written import NODE_PER_HOST
+
+_NAME = re.compile(NAME_RE)
+_GPU_FILE = re.compile(r"^/dev/nvidia(\d+)$")
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """What a NodeName line says of its hosts, in the model's terms."""
+
+    layout: tuple[tuple[str, Any], ...]  # node type settings hosts of one type share
+    memory: int | None
+    features: tuple[str, ...]
+    weight: int | None
+    gres: tuple[str | None, int] | None  # (GPU type, count)
+    state: str | None
+
+
+@dataclass
+class NodeImport:
+    view: View
+    g: Globals
+    node_types: dict[str, dict[str, Any]] = field(default_factory=dict)
+    nodes: list[dict[str, Any]] = field(default_factory=list)
+    partitions: list[dict[str, Any]] = field(default_factory=list)
+    fabric: dict[str, Any] = field(default_factory=dict)
+    groups: dict[str, dict[str, Any]] = field(default_factory=dict)  # hosts.yml all.children
+    type_of: dict[str, str] = field(default_factory=dict)
+    hardware_of: dict[int, Hardware] = field(default_factory=dict)
+    gpus_of: dict[str, dict[str, Any] | None] = field(default_factory=dict)
+    atom_of: dict[str, str] = field(default_factory=dict)
+    members: dict[str, list[str]] = field(default_factory=dict)  # group -> hosts
+    entry_groups: list[str] = field(default_factory=list)
+    entry_of_host: dict[str, dict[str, Any]] = field(default_factory=dict)
+    refused_nodes: bool = False
+    # Placements made for a NodeName line before the node types had names: (first, last, a host).
+    line_placements: list[tuple[int, int, str]] = field(default_factory=list)
+
+    @property
+    def release(self) -> str:
+        return self.view.release.name
+
+    def place(
+        self, setting: Setting | None, kind: str, target: str = "", reason: str = "", written: str = ""
+    ) -> None:
+        self.g.place(setting, kind, target, reason, written)
+
+    # --- NodeName lines -------------------------------------------------------------------------
+
+    def hardware(self, definition: NodeDef) -> Hardware | None:
+        key = id(definition)
+        if key in self.hardware_of:
+            return self.hardware_of[key]
+        options = dict(definition.options)
+        layout: dict[str, Any] = {}
+        known = {k.lower(): k for k in NODE_KEYS[self.release]}
+
+        def take(name: str) -> Setting | None:
+            return options.pop(name, None)
+
+        cpus, boards = take("CPUs"), take("Boards")
+        per_board, total = take("SocketsPerBoard"), take("Sockets")
+        cores, threads = take("CoresPerSocket"), take("ThreadsPerCore")
+        board_count = int(boards.value) if boards else 1
+        thread_count = int(threads.value) if threads else 1
+        sockets: int | None = None
+        if per_board is not None:
+            sockets = int(per_board.value) * board_count
+        elif total is not None:
+            sockets = int(total.value)
+        core_count = int(cores.value) if cores else None
+        if sockets is None and core_count is not None:
+            sockets = max(1, int(cpus.value) // (core_count * thread_count)) if cpus else board_count
+        if sockets is not None and core_count is None:
+            core_count = 1
+        if sockets is not None:
+            layout["sockets"], layout["cores_per_socket"] = sockets, core_count
+            if thread_count != 1:
+                layout["threads_per_core"] = thread_count
+            if cpus is not None and int(cpus.value) != sockets * (core_count or 1) * thread_count:
+                layout["cpus"] = int(cpus.value)
+        else:
+            layout["cpus"] = int(cpus.value) if cpus else 1
+            if thread_count != 1:
+                layout["threads_per_core"] = thread_count
+        for setting in (cpus, per_board, total, cores, threads):
+            if setting is not None:
+                self.place(
+                    setting,
+                    NATIVE,
+                    "cluster.node_types.<type>.(cpus, sockets, cores_per_socket, threads_per_core)",
+                )
+        if boards is not None:
+            kind = NATIVE if board_count == 1 else MAPPED
+            self.place(
+                boards,
+                kind,
+                "cluster.node_types.<type>.sockets",
+                "sockets of all boards: Slurm schedules them alike",
+            )
+        memory = take("RealMemory")
+        gres = take("Gres")
+        feature = take("Feature")
+        weight = take("Weight")
+        state = take("State")
+        gres_value: tuple[str | None, int] | None = None
+        if gres is not None:
+            gres_value = self.gres(gres)
+        features: tuple[str, ...] = ()
+        if feature is not None:
+            features = tuple(split_list(feature.value.strip('"')))
+            bad = [f for f in features if not _NAME.match(f)]
+            if bad:
+                self.refuse(
+                    feature, f"features {', '.join(bad)}: gpucluster's feature names start with a letter"
+                )
+            else:
+                self.place(feature, NATIVE, "cluster.node_types.<type>.features")
+        weight_value = None
+        if weight is not None:
+            weight_value = int(weight.value)
+            self.place(weight, NATIVE if weight_value != 1 else DEFAULT, "cluster.node_types.<type>.weight")
+            if weight_value == 1:
+                weight_value = None
+        state_value: str | None = None
+        if state is not None:
+            upper = state.value.upper()
+            if upper in ("CLOUD", "FUTURE"):
+                state_value = upper.lower()
+                self.place(state, NATIVE, "cluster.nodes[].state")
+            elif upper == "UNKNOWN":
+                self.place(state, DEFAULT, reason="what gpucluster writes")
+            else:
+                self.refuse(
+                    state,
+                    f"State={state.value}: node states are scontrol's; gpucluster writes UNKNOWN, CLOUD or FUTURE",
+                )
+        for name, path in (
+            ("TmpDisk", "tmp_disk_mb"),
+            ("MemSpecLimit", "mem_spec_limit_mb"),
+            ("CoreSpecCount", "core_spec_count"),
+        ):
+            setting = take(name)
+            if setting is not None:
+                layout[path] = int(setting.value)
+                self.place(setting, NATIVE, f"cluster.node_types.<type>.{path}")
+        spec_list = take("CpuSpecList")
+        if spec_list is not None:
+            layout["cpu_spec_list"] = spec_list.value
+            self.place(spec_list, NATIVE, "cluster.node_types.<type>.cpu_spec_list")
+        extra: dict[str, Any] = {}
+        for name, setting in options.items():
+            if name in NODE_PER_HOST:
+                self.refuse(
+                    setting,
+                    f"{name} gives each host an address: gpucluster names nodes by host name (give it in DNS or /etc/hosts)",
+                )
+                continue
+            if name.lower() == "reason":
+                self.place(setting, DEFAULT, reason="a reason goes with a state set by scontrol")
+                continue
+            extra[known.get(name.lower(), name)] = (
+                int(setting.value) if setting.value.isdigit() else setting.value
+            )
+            self.place(setting, EXTRA, f"cluster.node_types.<type>.extra.{name}")
+        if extra:
+            layout["extra"] = tuple(sorted(extra.items()))  # hashable, as all of the layout
+        result = Hardware(
+            tuple(sorted(layout.items(), key=lambda kv: kv[0])),
+            int(memory.value) if memory is not None else None,
+            features,
+            weight_value,
+            gres_value,
+            state_value,
+        )
+        if memory is not None:
+            self.place(memory, NATIVE, "cluster.node_types.<type>.memory_mb")
+        self.hardware_of[key] = result
+        return result
+
+    def gres(self, setting: Setting) -> tuple[str | None, int] | None:
+        found: list[tuple[str | None, int]] = []
+        for item in split_list(setting.value):
+            parts = item.split(":")
+            name = parts[0].lower()
+            if name != "gpu" or "(" in item:
+                self.refuse(
+                    setting, f"Gres {item}: gpucluster models GPUs (gpu:<type>:<count> or gpu:<count>) only"
+                )
+                return None
+            if len(parts) == 2:
+                found.append((None, int(parts[1])) if parts[1].isdigit() else (parts[1], 1))
+            elif len(parts) == 3 and parts[2].isdigit():
+                found.append((parts[1], int(parts[2])))
+            else:
+                self.refuse(setting, f"Gres {item}: not gpu:<type>:<count>")
+                return None
+        if len(found) > 1:
+            self.refuse(setting, "GPUs of several types on one node: gpucluster models one GPU type per node")
+            return None
+        if not found:
+            return None
+        self.place(setting, NATIVE, "cluster.node_types.<type>.gpus")
+        return found[0]
+
+    def refuse(self, setting: Setting | None, reason: str) -> None:
+        self.g.refuse(setting, reason)
+        self.refused_nodes = True
+
+    # --- gres.conf ------------------------------------------------------------------------------
+
+    def gpu_spec(self, host: str, hardware: Hardware, layout: dict[str, Any]) -> dict[str, Any] | None:
+        """The host's GPUs as the model says them: type and count from slurm.conf, device files,
+        cores and autodetection from gres.conf."""
+        if hardware.gres is None:
+            return None
+        model, count = hardware.gres
+        spec: dict[str, Any] = {"model": model, "count": count} if model else {"count": count}
+        auto = self.view.autodetect.get(host, "off")
+        lines = [
+            line for line in self.view.gres.get(host, []) if line.options.get("name", "").lower() == "gpu"
+        ]
+        for line in lines:
+            for option in ("links", "flags", "multiplefiles"):
+                if option in line.options:
+                    self.g.problems.append(
+                        _problem(
+                            line.where,
+                            option,
+                            f"refused: gres.conf {option.capitalize()}= is not carried (gpucluster writes File= and Cores=)",
+                        )
+                    )
+                    self.refused_nodes = True
+            kind = line.options.get("type")
+            if kind != model and not (kind is None and model is None):
+                self.g.problems.append(
+                    _problem(
+                        line.where,
+                        "Type",
+                        f"refused: gres.conf says Type={kind} where slurm.conf's Gres says {model}",
+                    )
+                )
+                self.refused_nodes = True
+        if auto in ("nvml", "nvidia"):
+            spec["autodetect"] = auto
+            return spec
+        if auto not in ("off", "", "no"):
+            self.g.problems.append(
+                _problem(None, "AutoDetect", f"refused: AutoDetect={auto} (gpucluster knows nvml and nvidia)")
+            )
+            self.refused_nodes = True
+            return spec
+        files: list[tuple[int, str | None]] = []
+        for line in lines:
+            if "file" not in line.options:
+                continue
+            cores = line.options.get("cores")
+            for name in expand(line.options["file"]):
+                match = _GPU_FILE.match(name)
+                if match is None:
+                    self.g.problems.append(
+                        _problem(
+                            line.where, "File", f"refused: {name} is not a GPU device file /dev/nvidia<N>"
+                        )
+                    )
+                    self.refused_nodes = True
+                    return spec
+                files.append((int(match.group(1)), cores))
+        if not files:
+            self.g.problems.append(
+                _problem(
+                    None,
+                    host,
+                    f"refused: {host} has {count} GPUs in slurm.conf but no gres.conf File= lines nor AutoDetect: "
+                    "give its gres.conf (--gres-conf)",
+                )
+            )
+            self.refused_nodes = True
+            return spec
+        files.sort()
+        numbers = [n for n, _ in files]
+        spec["devices"] = compress(f"/dev/nvidia{n}" for n in numbers)
+        if numbers != list(range(count)):
+            self.g.problems.append(
+                _problem(
+                    None,
+                    host,
+                    f"refused: its GPU device files are {spec['devices']}; gpucluster's are /dev/nvidia0 to /dev/nvidia{count - 1}",
+                )
+            )
+            self.refused_nodes = True
+        cores_of = [c for _, c in files]
+        if all(c is None for c in cores_of):
+            if "sockets" in layout:
+                spec["affinity"] = "none"
+        elif any(c is None for c in cores_of):
+            self.g.problems.append(
+                _problem(None, host, "refused: gres.conf gives Cores= for some GPUs and not others")
+            )
+            self.refused_nodes = True
+        else:
+            listed = [core_text(c or "") for c in cores_of]
+            if listed != default_affinity(layout, count):
+                spec["affinity"] = listed
+        return spec
+
+    # --- grouping -------------------------------------------------------------------------------
+
+    def run(self) -> None:
+        view = self.view
+        records: dict[str, tuple[Hardware, dict[str, Any], dict[str, Any] | None]] = {}
+        spec_cache: dict[tuple[Any, ...], dict[str, Any] | None] = {}
+        for host, definition in view.hosts.items():
+            first = len(self.g.placements)
+            hardware = self.hardware(definition)
+            if len(self.g.placements) > first:
+                self.line_placements.append((first, len(self.g.placements), host))
+            if hardware is None:
+                continue
+            layout = dict(hardware.layout)
+            gres_key = (
+                id(definition),
+                tuple(id(line) for line in view.gres.get(host, [])),
+                view.autodetect.get(host),
+            )
+            if gres_key not in spec_cache:
+                spec_cache[gres_key] = self.gpu_spec(host, hardware, layout)
+            records[host] = (hardware, layout, spec_cache[gres_key])
+        if self.refused_nodes:
+            return
+        self.place_gres_lines()
+        self.make_types(records)
+        for first, last, host in self.line_placements:
+            name = self.type_of.get(host)
+            for index in range(first, last):
+                placement = self.g.placements[index]
+                if name is not None and "<type>" in placement.target:
+                    target = placement.target.replace("<type>", name)
+                    self.g.placements[index] = Placement(
+                        placement.where, placement.written, placement.kind, target, placement.reason
+                    )
+
+    def place_gres_lines(self) -> None:
+        seen: set[int] = set()
+        for host, lines in self.view.gres.items():
+            for line in lines:
+                if id(line) not in seen:
+                    seen.add(id(line))
+                    text = " ".join(f"{k.capitalize()}={v}" for k, v in line.options.items())
+                    first = len(self.g.placements)
+                    self.g.placements.append(
+                        Placement(str(line.where), text, NATIVE, "cluster.node_types.<type>.gpus")
+                    )
+                    self.line_placements.append((first, first + 1, host))
+
+    def make_types(self, records: dict[str, tuple[Hardware, dict[str, Any], dict[str, Any] | None]]) -> None:
+        """Node types (one per hardware, GPU type included), their usual memory, features, weight
+        and GPUs, and each host's differences from them."""
+        by_type: dict[tuple[Any, ...], list[str]] = {}
+        frozen: dict[int, Any] = {}  # the GPUs of many hosts are one object: freeze each once
+        for host, (hardware, _, gpus) in records.items():
+            model = None if gpus is None else gpus.get("model", "")
+            by_type.setdefault((hardware.layout, model, gpus is None), []).append(host)
+            if id(gpus) not in frozen:
+                frozen[id(gpus)] = _frozen(gpus)
+        names = self.type_names(by_type)
+        entry_of: dict[str, tuple[Any, ...]] = {}
+        for key, hosts in by_type.items():
+            name = names[key]
+            layout = dict(key[0])
+            usual = {
+                "memory_mb": _most_common(records[h][0].memory for h in hosts),
+                "features": _most_common(records[h][0].features for h in hosts),
+                "weight": _most_common(records[h][0].weight for h in hosts),
+                "gpus": _most_common(frozen[id(records[h][2])] for h in hosts),
+            }
+            node_type: dict[str, Any] = dict(layout)
+            if "extra" in node_type:
+                node_type["extra"] = dict(node_type["extra"])
+            if usual["memory_mb"] is not None:
+                node_type["memory_mb"] = usual["memory_mb"]
+            if usual["gpus"] is not None:
+                node_type["gpus"] = _thawed(usual["gpus"])
+            if usual["features"]:
+                node_type["features"] = list(usual["features"])
+            if usual["weight"] is not None:
+                node_type["weight"] = usual["weight"]
+            self.node_types[name] = _ordered_type(node_type)
+            for host in hosts:
+                hardware, _, gpus = records[host]
+                overrides: list[tuple[str, Any]] = []
+                if hardware.memory != usual["memory_mb"]:
+                    overrides.append(("memory_mb", hardware.memory))
+                if hardware.features != usual["features"]:
+                    overrides.append(("features", hardware.features))
+                if hardware.weight != usual["weight"]:
+                    overrides.append(("weight", hardware.weight if hardware.weight is not None else 1))
+                if frozen[id(gpus)] != usual["gpus"]:
+                    overrides.append(("gpus", frozen[id(gpus)]))
+                if hardware.state is not None:
+                    overrides.append(("state", hardware.state))
+                self.type_of[host] = name
+                entry_of[host] = (name, tuple(overrides))
+        unset_memory = [h for h, (t, o) in entry_of.items() if ("memory_mb", None) in o]
+        if unset_memory:
+            self.g.problems.append(
+                _problem(
+                    self.view.hosts[unset_memory[0]].where,
+                    "RealMemory",
+                    f"refused: {compress(unset_memory)} leave RealMemory unset where other hosts of their hardware set it: "
+                    "give them all a RealMemory, or none",
+                )
+            )
+            self.refused_nodes = True
+            return
+        self.group_hosts(entry_of)
+
+    def type_names(self, by_type: dict[tuple[Any, ...], list[str]]) -> dict[tuple[Any, ...], str]:
+        names: dict[tuple[Any, ...], str] = {}
+        used: set[str] = set()
+        for key, hosts in by_type.items():
+            base = _prefix(hosts[0])
+            model = key[1]
+            if model and sum(1 for k, h in by_type.items() if _prefix(h[0]) == base) > 1:
+                base = f"{base}-{_safe(model).lower()}"
+            name = base
+            number = 2
+            while name in used:
+                name = f"{base}-{number}"
+                number += 1
+            used.add(name)
+            names[key] = name
+        return names
+
+    def group_hosts(self, entry_of: dict[str, tuple[Any, ...]]) -> None:
+        """hosts.yml groups: one per set of hosts that everything names alike."""
+        view = self.view
+        partitions_of: dict[str, list[int]] = {}
+        for index, partition in enumerate(view.partitions):
+            for host in partition.hosts:
+                partitions_of.setdefault(host, []).append(index)
+        leaf_of: dict[str, str] = {}
+        for name, switch in view.switches.items():
+            for host in switch.nodes:
+                leaf_of[host] = name
+        block_of = {host: name for name, hosts in view.blocks.items() for host in hosts}
+        excluded = set()
+        exclude = self.g.slurm.get("power_save", {}).get("exclude_nodes")
+        if isinstance(exclude, str):
+            excluded = set(expand(exclude))
+        atoms: dict[tuple[Any, ...], list[str]] = {}
+        for host in view.hosts:
+            signature = (
+                entry_of[host],
+                tuple(partitions_of.get(host, [])),
+                leaf_of.get(host),
+                block_of.get(host),
+                host in excluded,
+            )
+            atoms.setdefault(signature, []).append(host)
+        entries: dict[tuple[Any, ...], list[tuple[Any, ...]]] = {}
+        for signature in atoms:
+            entries.setdefault(signature[0], []).append(signature)
+        taken = set(view.hosts) | set(view.switches) | set(view.blocks) | self.other_hosts()
+        entry_names = self.entry_names(entries, atoms, taken)
+        for entry, signatures in entries.items():
+            entry_name = entry_names[entry]
+            if len(signatures) == 1:
+                atom_names = {signatures[0]: entry_name}
+            else:
+                atom_names = self.atom_names(entry_name, signatures, taken)
+            for signature, name in atom_names.items():
+                hosts = atoms[signature]
+                self.groups[name] = {"hosts": {pattern: None for pattern in ansible_patterns(hosts)}}
+                self.members[name] = hosts
+                for host in hosts:
+                    self.atom_of[host] = name
+            if len(signatures) > 1:
+                self.groups[entry_name] = {"children": {name: None for name in atom_names.values()}}
+                self.members[entry_name] = [h for s in signatures for h in atoms[s]]
+            self.entry_groups.append(entry_name)
+            type_name, overrides = entry
+            node_entry: dict[str, Any] = {"group": entry_name, "type": type_name}
+            for key, value in overrides:
+                node_entry[key] = (
+                    _thawed(value) if key == "gpus" else list(value) if key == "features" else value
+                )
+            self.nodes.append(node_entry)
+            for signature in signatures:
+                for host in atoms[signature]:
+                    self.entry_of_host[host] = node_entry
+
+    def other_hosts(self) -> set[str]:
+        hosts = set(self.g.slurm.get("controller", []))
+        accounting = self.g.slurm.get("accounting", {})
+        if accounting.get("host"):
+            hosts.add(accounting["host"])
+        return hosts
+
+    def entry_names(
+        self,
+        entries: dict[tuple[Any, ...], list[tuple[Any, ...]]],
+        atoms: dict[tuple[Any, ...], list[str]],
+        taken: set[str],
+    ) -> dict[tuple[Any, ...], str]:
+        """A cluster.nodes entry's group: its node type's name for the entry without overrides,
+        else the name its first host has without its number (both made unique)."""
+        names: dict[tuple[Any, ...], str] = {}
+        for entry, signatures in entries.items():
+            first = atoms[signatures[0]][0]
+            base = _group(entry[0]) if not entry[1] else _group(_prefix(first))
+            names[entry] = _unique(base, taken)
+        return names
+
+    def atom_names(
+        self, entry_name: str, signatures: list[tuple[Any, ...]], taken: set[str]
+    ) -> dict[tuple[Any, ...], str]:
+        """Names of a cluster.nodes entry's atoms after what sets them apart: their leaf switch,
+        block, or the partitions only some of them are in."""
+        leaves = {s[2] for s in signatures}
+        blocks = {s[3] for s in signatures}
+        common = set.intersection(*(set(s[1]) for s in signatures))
+        own_sets = {tuple(sorted(set(s[1]) - common)) for s in signatures}
+        by_partitions = len(own_sets) == len(signatures) and not any(s[4] for s in signatures)
+        names: dict[tuple[Any, ...], str] = {}
+        for number, signature in enumerate(signatures, start=1):
+            leaf, block = signature[2], signature[3]
+            own = [self.view.partitions[i].name for i in signature[1] if i not in common]
+            if leaf is not None and len(leaves) == len(signatures):
+                base = f"{entry_name}_{_group(leaf)}"
+            elif block is not None and len(blocks) == len(signatures):
+                base = f"{entry_name}_{_group(block)}"
+            elif by_partitions:
+                base = f"{entry_name}_{_group('_'.join(own) or 'main')}"
+            else:
+                base = f"{entry_name}_{number}"
+            names[signature] = _unique(base, taken)
+        return names
+
+    def cover(self, hosts: list[str]) -> list[str]:
+        """The fewest groups (cluster.nodes entries first, then atoms) holding exactly `hosts`."""
+        wanted = set(hosts)
+        names: list[str] = []
+        covered: set[str] = set()
+        for name in self.entry_groups:
+            members = self.members[name]
+            # An entry larger than the set, or not starting in it, cannot be in it.
+            if not members or len(members) > len(wanted) or members[0] not in wanted:
+                continue
+            group = set(members)
+            if group <= wanted and not covered & group:
+                names.append(name)
+                covered.update(group)
+        for host in hosts:
+            if host in covered:
+                continue
+            atom = self.atom_of[host]
+            names.append(atom)
+            covered.update(self.members[atom])
+        return names
+
+    # --- partitions and fabric ------------------------------------------------------------------
+
+    def make_partitions(self) -> None:
+        for partition in self.view.partitions:
+            self.partitions.append(self.partition(partition))
+
+    def partition(self, p: PartitionDef) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": p.name, "nodes": self.cover(p.hosts)}
+        path = f"cluster.partitions[{p.name}]"
+        self.g.placements.append(
+            Placement(
+                str(p.where), f"PartitionName={p.name} Nodes={p.nodes_written}", NATIVE, f"{path}.nodes"
+            )
+        )
+        if not p.hosts:
+            self.g.problems.append(
+                _problem(
+                    p.where,
+                    f"PartitionName={p.name}",
+                    "refused: a partition without nodes (gpucluster's partitions have nodes)",
+                )
+            )
+        for key, setting in p.options.items():
+            self.partition_option(out, key, setting, path)
+        self.per_gpu_defaults(out, p)
+        return out
+
+    def partition_option(self, out: dict[str, Any], key: str, setting: Setting, path: str) -> None:
+        value = setting.value.strip()
+        upper = value.upper()
+        handled = True
+        if key == "Default":
+            if upper in ("YES", "1"):
+                out["default"] = True
+        elif key in ("MaxTime", "DefaultTime"):
+            name = "max_time" if key == "MaxTime" else "default_time"
+            if not SLURM_TIME_RE.match(upper):
+                self.g.refuse(setting, f"{value} is not a Slurm time")
+                return
+            if not (key == "MaxTime" and upper == "UNLIMITED"):
+                out[name] = value
+        elif key in ("OverSubscribe", "Exclusive"):
+            if upper in ("EXCLUSIVE", "NODE"):
+                out["exclusive"] = True
+            elif upper not in ("NO",):
+                if key == "Exclusive" or not re.fullmatch(r"(YES|FORCE)(:\d+)?", upper):
+                    self.g.refuse(
+                        setting,
+                        f"{key}={value}: gpucluster writes OverSubscribe NO, YES[:n], FORCE[:n] or exclusive nodes",
+                    )
+                    return
+                out["over_subscribe"] = upper
+        elif key == "AllowAccounts":
+            if upper != "ALL":
+                out["allow_accounts"] = split_list(value)
+        elif key in ("DenyAccounts", "AllowGroups", "AllowQos", "DenyQos"):
+            if upper != "ALL":
+                out[_snake(key)] = split_list(value)
+        elif key == "PreemptMode":
+            out["preempt_mode"] = [m.upper() for m in split_list(value)]
+        elif key in (
+            "PriorityTier",
+            "PriorityJobFactor",
+            "GraceTime",
+            "MaxNodes",
+            "MinNodes",
+            "MaxCPUsPerNode",
+            "SuspendTimeout",
+            "ResumeTimeout",
+        ):
+            name = {"MaxCPUsPerNode": "max_cpus_per_node"}.get(key, _snake(key))
+            if upper in ("UNLIMITED", "INFINITE") and key == "MaxNodes":
+                self.place(setting, DEFAULT, reason="Slurm's default (UNLIMITED)")
+                return
+            out[name] = int(value)
+        elif key == "SuspendTime":
+            out["suspend_time"] = -1 if upper in ("NONE", "INFINITE", "-1") else int(value)
+        elif key in ("DefMemPerCPU", "MaxMemPerCPU", "DefMemPerNode", "MaxMemPerNode"):
+            out[_snake(key).replace("_cpu", "_cpu_mb").replace("_node", "_node_mb")] = int(value)
+        elif key in ("DefCpuPerGPU", "DefMemPerGPU"):
+            out["cpus_per_gpu" if key == "DefCpuPerGPU" else "memory_per_gpu_mb"] = int(value)
+        elif key == "QOS":
+            out["qos"] = value
+        elif key == "TRESBillingWeights":
+            out["tres_billing_weights"] = value
+        elif key in ("Hidden", "ExclusiveUser", "PowerDownOnIdle"):
+            if upper in ("YES", "1"):
+                out[_snake(key)] = True
+        elif key == "State":
+            if upper != "UP":
+                out["state"] = upper
+        else:
+            handled = False
+        if handled:
+            self.place(setting, NATIVE, f"{path}.{key}")
+            return
+        out.setdefault("extra", {})[key] = int(value) if value.isdigit() else value
+        self.place(setting, EXTRA, f"{path}.extra.{key}")
+
+    def per_gpu_defaults(self, out: dict[str, Any], p: PartitionDef) -> None:
+        """What gpucluster would derive for DefCpuPerGPU and DefMemPerGPU; where the site's value
+        differs (or it has none), the partition says it (0: none)."""
+        shares = []
+        for host in p.hosts:
+            node_type = self.node_types[self.type_of[host]]
+            entry = self.entry_of_host[host]
+            gpus = entry.get("gpus", node_type.get("gpus"))
+            if not gpus:
+                continue
+            memory = entry.get("memory_mb", node_type.get("memory_mb"))
+            shares.append(
+                (_cpus(node_type) // gpus["count"], None if memory is None else memory // gpus["count"])
+            )
+        if not shares:
+            return
+        derived_cpus = min(c for c, _ in shares) or None
+        memory_default = "def_mem_per_cpu_mb" in out or "def_mem_per_node_mb" in out
+        derived_memory = None
+        if not memory_default and all(m is not None for _, m in shares):
+            derived_memory = min(m for _, m in shares if m is not None) or None
+        for name, derived in (("cpus_per_gpu", derived_cpus), ("memory_per_gpu_mb", derived_memory)):
+            given = out.get(name)
+            if given == derived:
+                out.pop(name, None)
+            elif given is None and derived is not None:
+                out[name] = 0
+
+    def make_fabric(self) -> None:
+        view = self.view
+        tree: dict[str, list[str]] = {}
+        for name, switch in view.switches.items():
+            if switch.switches and switch.nodes:
+                self.g.problems.append(
+                    _problem(
+                        switch.where,
+                        f"SwitchName={name}",
+                        "refused: a switch with both switches and nodes (gpucluster's switches have one or the other)",
+                    )
+                )
+                continue
+            tree[name] = list(switch.switches) if switch.switches else self.cover(switch.nodes)
+            self.g.placements.append(
+                Placement(
+                    str(switch.where) if switch.where else "",
+                    f"SwitchName={name}",
+                    NATIVE,
+                    f"cluster.fabric.tree.{name}",
+                )
+            )
+        if tree:
+            under = {h for s in view.switches.values() for h in s.nodes}
+            missing = [h for h in view.hosts if h not in under]
+            if missing:
+                self.g.problems.append(
+                    _problem(
+                        None,
+                        "topology",
+                        f"refused: {compress(missing)} are under no leaf switch (gpucluster's switch tree holds every node)",
+                    )
+                )
+            self.fabric["tree"] = tree
+        if view.blocks:
+            self.fabric["blocks"] = {name: self.cover(hosts) for name, hosts in view.blocks.items()}
+            smallest = min((len(h) for h in view.blocks.values()), default=0)
+            if view.block_sizes and view.block_sizes != [smallest]:
+                self.fabric["block_sizes"] = list(view.block_sizes)
+        if tree and view.blocks:
+            self.fabric["default"] = view.topology_default or "tree"
+
+    def power_exclusions(self) -> None:
+        power = self.g.slurm.get("power_save")
+        if power and isinstance(power.get("exclude_nodes"), str):
+            power["exclude_nodes"] = self.cover(expand(power["exclude_nodes"]))
+
+    def hosts_yml(self) -> dict[str, Any]:
+        children: dict[str, Any] = {}
+        controllers = [h for h in self.g.slurm.get("controller", []) if h not in self.view.hosts]
+        if controllers:
+            children[_unique("controllers", set(self.groups))] = {"hosts": {h: None for h in controllers}}
+        accounting = self.g.slurm.get("accounting", {}).get("host")
+        if accounting and accounting not in controllers and accounting not in self.view.hosts:
+            children[_unique("accounting", set(self.groups) | set(children))] = {"hosts": {accounting: None}}
+        children.update(self.groups)
+        return {"all": {"children": children}}
+
+
+def _problem(where: Any, path: str, message: str) -> Any:
+    from gpucluster.errors import Problem
+
+    if where is None:
+        return Problem("", path, message)
+    return Problem(where.file, path, message, where.line)
+
+
+def core_text(cores: str) -> str:
+    numbers = sorted(set(parse_cores(cores)))
+    runs: list[str] = []
+    start = previous = numbers[0]
+    for number in [*numbers[1:], None]:
+        if number is not None and number == previous + 1:
+            previous = number
+            continue
+        runs.append(core_range(start, previous))
+        if number is not None:
+            start = previous = number
+    return ",".join(runs)
+
+
+def default_affinity(layout: dict[str, Any], count: int) -> list[str] | None:
+    """The Cores= of each GPU gpucluster writes by default (GPUs split evenly over sockets)."""
+    sockets, cores = layout.get("sockets"), layout.get("cores_per_socket")
+    if sockets is None or cores is None or count % sockets:
+        return None
+    per_socket = count // sockets
+    return [core_range(s * cores, s * cores + cores - 1) for s in range(sockets) for _ in range(per_socket)]
+
+
+def ansible_patterns(hosts: list[str]) -> list[str]:
+    """hosts.yml patterns (`gpu[01:04]`) for a list of hosts, Slurm's hostlist folding them."""
+    patterns: list[str] = []
+    for token in _tokens(compress(hosts)):
+        match = re.fullmatch(r"([^\[\]]*)\[([^\]]+)\]([^\[\]]*)", token)
+        if match is None:
+            patterns.append(token)
+            continue
+        head, body, tail = match.groups()
+        for run in body.split(","):
+            first, _, last = run.partition("-")
+            patterns.append(f"{head}{first}{tail}" if not last else f"{head}[{first}:{last}]{tail}")
+    return patterns
+
+
+def _tokens(text: str) -> list[str]:
+    out, depth, start = [], 0, 0
+    for index, char in enumerate(text):
+        if char == "[":
+            depth += 1
+        elif char == "]":
+            depth -= 1
+        elif char == "," and depth == 0:
+            out.append(text[start:index])
+            start = index + 1
+    out.append(text[start:])
+    # A token of several bracket groups (r[1-2]n[1-3]) is listed host by host.
+    result: list[str] = []
+    for token in out:
+        if token.count("[") > 1:
+            result += expand(token)
+        else:
+            result.append(token)
+    return result
+
+
+def _most_common(values: Any) -> Any:
+    counts = Counter(values)
+    return max(counts, key=lambda value: counts[value]) if counts else None
+
+
+def _frozen(gpus: dict[str, Any] | None) -> Any:
+    if gpus is None:
+        return None
+    return tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in gpus.items())
+
+
+def _thawed(frozen: Any) -> dict[str, Any] | None:
+    if frozen is None:
+        return None
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in frozen}
+
+
+_TYPE_ORDER = (
+    "sockets", "cores_per_socket", "threads_per_core", "cpus", "memory_mb", "tmp_disk_mb", "mem_spec_limit_mb",
+    "core_spec_count", "cpu_spec_list", "gpus", "features", "weight", "extra",
+)  # fmt: skip
+
+
+def _ordered_type(node_type: dict[str, Any]) -> dict[str, Any]:
+    return {key: node_type[key] for key in _TYPE_ORDER if key in node_type}
+
+
+def _cpus(node_type: dict[str, Any]) -> int:
+    if "cpus" in node_type:
+        return int(node_type["cpus"])
+    return int(node_type["sockets"] * node_type["cores_per_socket"] * node_type.get("threads_per_core", 1))
+
+
+def _prefix(host: str) -> str:
+    """A node type's name from one of its hosts: the name without its number."""
+    base = re.sub(r"[-_.]*\d+$", "", host) or host
+    base = re.sub(r"[^A-Za-z0-9-]", "-", base).strip("-") or "node"
+    return base if base[0].isalpha() else f"n-{base}"
+
+
+def _safe(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]", "-", text).strip("-")
+
+
+def _group(name: str) -> str:
+    """An Ansible group name (letters, digits, underscores)."""
+    group = re.sub(r"[^A-Za-z0-9_]", "_", name)
+    return group if group[:1].isalpha() else f"g_{group}"
+
+
+def _unique(base: str, taken: set[str]) -> str:
+    name, number = base, 2
+    while name in taken:
+        name = f"{base}_{number}"
+        number += 1
+    taken.add(name)
+    return name
+
+
+def _snake(key: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", key).lower()
+
+
+def sort_hosts(hosts: list[str]) -> list[str]:
+    return sorted(hosts, key=numeric_sort_key)

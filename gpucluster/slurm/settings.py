@@ -1,0 +1,125 @@
+"""What the inventory's Slurm settings mean in slurm.conf, decided once from the model (no hosts
+needed): the list values gpucluster merges with what other settings need (PrologFlags, the
+daemons' parameters), the priority keys and when they are written, the jobs' accounting plugin.
+The renderer, the extra-key check (gpucluster.slurm.written) and `gpucluster show` read these."""
+
+from __future__ import annotations
+
+from gpucluster.model import FAIRSHARE_PRIORITY, ClusterSpec, Priority
+
+# Priority field -> its slurm.conf key, in the order slurm.conf lists them.
+PRIORITY_KEYS = {
+    "decay_half_life": "PriorityDecayHalfLife",
+    "calc_period": "PriorityCalcPeriod",
+    "fairshare": "PriorityWeightFairshare",
+    "qos": "PriorityWeightQOS",
+    "age": "PriorityWeightAge",
+    "job_size": "PriorityWeightJobSize",
+    "partition": "PriorityWeightPartition",
+    "assoc": "PriorityWeightAssoc",
+    "tres": "PriorityWeightTRES",
+    "max_age": "PriorityMaxAge",
+    "usage_reset_period": "PriorityUsageResetPeriod",
+    "favor_small": "PriorityFavorSmall",
+    "flags": "PriorityFlags",
+}
+
+
+# Timeouts and PowerSave fields -> their slurm.conf keys, in the order slurm.conf lists them.
+TIMEOUT_KEYS = {
+    "slurmctld": "SlurmctldTimeout",
+    "slurmd": "SlurmdTimeout",
+    "message": "MessageTimeout",
+    "tcp": "TCPTimeout",
+    "batch_start": "BatchStartTimeout",
+    "prolog_epilog": "PrologEpilogTimeout",
+    "unkillable_step": "UnkillableStepTimeout",
+    "kill_wait": "KillWait",
+    "min_job_age": "MinJobAge",
+    "inactive_limit": "InactiveLimit",
+    "wait_time": "WaitTime",
+    "over_time_limit": "OverTimeLimit",
+    "epilog_msg_time": "EpilogMsgTime",
+    "get_env": "GetEnvTimeout",
+    "resv_over_run": "ResvOverRun",
+}
+POWER_SAVE_KEYS = {
+    "suspend_program": "SuspendProgram",
+    "resume_program": "ResumeProgram",
+    "resume_fail_program": "ResumeFailProgram",
+    "suspend_time": "SuspendTime",
+    "suspend_timeout": "SuspendTimeout",
+    "resume_timeout": "ResumeTimeout",
+    "suspend_rate": "SuspendRate",
+    "resume_rate": "ResumeRate",
+}
+
+
+def fair_share_priority(spec: ClusterSpec) -> bool:
+    """Tenants share bare-metal Slurm by fair-share: accounting holds their associations."""
+    return spec.slurm.accounting is not None and bool(spec.tenants)
+
+
+def priority_written(spec: ClusterSpec) -> bool:
+    return spec.slurm.priority is not None or fair_share_priority(spec)
+
+
+def _text(value: object) -> str:
+    if isinstance(value, bool):
+        return "YES" if value else "NO"
+    if isinstance(value, list):
+        return ",".join(str(item) for item in value)
+    return str(value)
+
+
+def priority_lines(spec: ClusterSpec) -> list[tuple[str, str]]:
+    """PriorityType and the weights, as written: the inventory's, and with fair-share tenants
+    gpucluster's weights for what it leaves unset."""
+    if not priority_written(spec):
+        return []
+    priority = spec.slurm.priority or Priority()
+    lines = [("PriorityType", f"priority/{priority.type}")]
+    fill = FAIRSHARE_PRIORITY if fair_share_priority(spec) and priority.type == "multifactor" else {}
+    for field, key in PRIORITY_KEYS.items():
+        value = getattr(priority, field)
+        if value is None or value == []:
+            value = fill.get(field)
+        if value is not None:
+            lines.append((key, _text(value)))
+    return lines
+
+
+def prolog_flags(spec: ClusterSpec) -> list[str]:
+    """PrologFlags: the inventory's, and Contain where pam_slurm_adopt needs it (cluster.slurm.node_ssh)."""
+    flags: list[str] = list(spec.slurm.prolog_flags)
+    if spec.slurm.node_ssh is not None and "Contain" not in flags:
+        flags.append("Contain")
+    return flags
+
+
+def slurmctld_parameters(spec: ClusterSpec) -> list[str]:
+    """enable_configless first (cluster.slurm.configless), then the inventory's own."""
+    slurm = spec.slurm
+    values = (["enable_configless"] if slurm.configless else []) + list(slurm.slurmctld_parameters)
+    return list(dict.fromkeys(values))
+
+
+def slurmd_parameters(spec: ClusterSpec) -> list[str]:
+    slurm = spec.slurm
+    values = (["config_overrides"] if slurm.config_overrides else []) + list(slurm.slurmd_parameters)
+    return list(dict.fromkeys(values))
+
+
+def job_acct_gather(spec: ClusterSpec) -> str:
+    """JobAcctGatherType's plugin: as set, else from the process tracking in use."""
+    slurm = spec.slurm
+    if slurm.job_acct_gather_type is not None:
+        return slurm.job_acct_gather_type
+    return "cgroup" if slurm.proctrack == "cgroup" else "linux"
+
+
+def prologs(spec: ClusterSpec, health_program: str) -> list[str]:
+    """Every Prolog= of slurm.conf, in order: the health check's first."""
+    slurm = spec.slurm
+    health = [health_program] if slurm.health is not None and slurm.health.prolog else []
+    return health + list(slurm.prolog)

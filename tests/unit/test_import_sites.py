@@ -1,0 +1,148 @@
+"""`gpucluster import` of configurations shaped like real sites' (tests/import_sites/*, each file
+saying which shape it stands for): each imports with nothing refused, places every setting of its
+files, renders a cluster the target release reads exactly as it reads the site's files, and is
+shorter than the slurm.conf it replaces. tests/slurm/test_import_trial.py proves each render with
+real daemons of its release."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from gpucluster.slurm.adopt import ImportResult, import_cluster, write_inventory
+from gpucluster.slurm.parse import EVERY_LINE, SLURM_RECORDS, TOPOLOGY_RECORDS, Reader
+from gpucluster.slurm.view import SiteFiles
+
+SITES_DIR = Path(__file__).resolve().parents[1] / "import_sites"
+
+
+@dataclass(frozen=True)
+class Site:
+    version: str
+    gres: tuple[tuple[str, str], ...] = ()  # (hosts, per-host gres.conf copy)
+    # Settings that must be placed as this kind: (Key=Value as written, kind).
+    expect: tuple[tuple[str, str], ...] = ()
+
+
+SITES = {
+    "university": Site(
+        "22.05",
+        (("hg[06-07]", "hosts/hg06-gres.conf"), ("viz[1-2]", "hosts/viz-gres.conf")),
+        (
+            ("ControlMachine=hydra-head", "mapped"),
+            ("CryptoType=crypto/munge", "mapped"),
+            ("FastSchedule=1", "dropped"),
+            ("SlurmctldDebug=5", "mapped"),
+            ("Shared=YES", "mapped"),
+            ("KillWait=30", "default"),
+            ("TmpFS=/scratch/local", "extra"),
+        ),
+    ),
+    "vendor-template": Site(
+        "24.11",
+        expect=(
+            ("Procs=128", "dropped"),
+            ("PrologFlags=Alloc,Serial,Contain", "native"),
+            ("HealthCheckProgram=/usr/sbin/nhc", "extra"),
+            ("Gres=gpu:7", "native"),
+        ),
+    ),
+    "cloud-supercluster": Site(
+        "26.05",
+        expect=(
+            ("State=CLOUD", "native"),
+            ("PreemptType=preempt/partition_prio", "native"),
+            ("TreeWidth=2048", "extra"),
+        ),
+    ),
+    "cloud-autoscaling": Site(
+        "24.11",
+        expect=(
+            ("NodeSet=train_nodes", "mapped"),
+            ("SlurmctldPort=6820-6829", "native"),
+            ("CPUs=192", "native"),
+        ),
+    ),
+    "nvlink-racks": Site(
+        "26.05",
+        expect=(
+            ("Exclusive=NODE", "native"),
+            ("RealMemory=430000", "native"),
+            ("AutoDetect=nvidia", "native"),
+        ),
+    ),
+    "lab-server-upgrade": Site(
+        "24.11",
+        expect=(
+            ("SelectType=select/cons_res", "mapped"),
+            ("MemLimitEnforce=yes", "mapped"),
+            ("CacheGroups=0", "dropped"),
+            ("SchedulerType=sched/builtin", "native"),
+        ),
+    ),
+}
+
+
+def site_files(name: str) -> SiteFiles:
+    site = SITES[name]
+    root = SITES_DIR / name
+    return SiteFiles.in_directory(root / "etc", tuple((hosts, root / path) for hosts, path in site.gres))
+
+
+def imported(name: str, out: Path) -> ImportResult:
+    return write_inventory(import_cluster(site_files(name), SITES[name].version), out, check=True)
+
+
+def test_every_site_shape_is_here() -> None:
+    assert sorted(p.name for p in SITES_DIR.iterdir() if p.is_dir()) == sorted(SITES)
+
+
+@pytest.mark.parametrize("name", sorted(SITES))
+def test_a_site_imports_the_same_cluster_in_fewer_lines(name: str, tmp_path: Path) -> None:
+    result = imported(name, tmp_path / name)
+    assert result.comparison is not None
+    assert result.comparison.same, "\n".join(str(d) for d in result.comparison.differences)
+    assert result.counts["refused"] == 0
+    assert result.inventory_lines < result.original_lines, (result.inventory_lines, result.original_lines)
+    placed = {(p.written, p.kind) for p in result.placements}
+    for written, kind in SITES[name].expect:
+        assert (written, kind) in placed, (written, kind, sorted(p for p in placed if p[0] == written))
+
+
+@pytest.mark.parametrize("name", sorted(SITES))
+def test_every_setting_of_the_files_is_placed(name: str, tmp_path: Path) -> None:
+    """Nothing is dropped silently: each option of each file has a placement at its line."""
+    result = import_cluster(site_files(name), SITES[name].version)
+    placed = {(p.where, p.written.split("=", 1)[0].lower()) for p in result.placements}
+    files = site_files(name)
+    readers = [(files.slurm_conf, SLURM_RECORDS)] + [(path, EVERY_LINE) for _, path in files.gres]
+    if files.cgroup is not None:
+        readers.append((files.cgroup, ()))
+    if files.topology is not None and files.topology.suffix == ".conf":
+        readers.append((files.topology, TOPOLOGY_RECORDS))
+    wheres = {p.where for p in result.placements}
+    missing = []
+    for path, records in readers:
+        conf = Reader(records, [], {}).read(path)
+        if records == EVERY_LINE:
+            # gres.conf lines are placed whole (Name=gpu Type=... File=..., AutoDetect=...).
+            missing += [f"{r.where}: {r.kind}={r.name}" for r in conf.records if str(r.where) not in wheres]
+            continue
+        # The node list of a partition, switch or node set is placed with its line.
+        options = [
+            *conf.settings,
+            *(
+                o
+                for record in conf.records
+                for o in record.options
+                if record.kind != "NodeSet" and o.lower not in ("nodes", "switches")
+            ),
+        ]
+        missing += [
+            f"{o.where}: {o.key}={o.value}" for o in options if (str(o.where), o.key.lower()) not in placed
+        ]
+        # A record's own line (NodeName=..., PartitionName=..., SwitchName=...) is placed too.
+        missing += [f"{r.where}: {r.kind}={r.name}" for r in conf.records if str(r.where) not in wheres]
+    assert missing == [], missing
