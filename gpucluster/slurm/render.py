@@ -97,7 +97,7 @@ def _context(cluster: Cluster) -> dict[str, object]:
     has_gpus = any(cluster.spec.node_types[t].gpus for t in cluster.hosts_by_type)
     ctld_parameters, extra = slurmctld_parameters(cluster)
     return {
-        "header": header(cluster.source),
+        "header": header(cluster.name),
         "cluster": cluster,
         "spec": cluster.spec,
         "slurm": slurm,
@@ -157,7 +157,7 @@ def render_topology_yaml(cluster: Cluster, dynamic_nodes: bool = False) -> str |
 
 def render_accounts(cluster: Cluster) -> str:
     """The associations the slurm_accounts role makes true (YAML, sorted)."""
-    return header(cluster.source) + "\n" + yamlout.dump(desired_associations(cluster), width=80)
+    return header(cluster.name) + "\n" + yamlout.dump(desired_associations(cluster), width=80)
 
 
 def render_slurm(cluster: Cluster) -> dict[str, str]:
