@@ -28,7 +28,6 @@ from gpucluster.hostlists import compress
 from gpucluster.model import ClusterSpec, GpuQuota
 from gpucluster.modelbase import Owner, Update
 from gpucluster.moves import (
-    OWNER_LABEL,
     Action,
     Move,
     Step,
@@ -41,6 +40,7 @@ from gpucluster.moves import (
     quotas_of,
     raises,
 )
+from gpucluster.procedures import CONFIRM, EndsJobs, Procedures, procedures
 from gpucluster.resolved import resolved_view
 from gpucluster.slurm.releases import Release
 
@@ -116,6 +116,7 @@ class Change:
     files: tuple[str, ...] = ()  # the rendered files it touches
     hosts: tuple[str, ...] = ()  # for changes of hosts: which
     needs: Update | None = None  # what it needs alone, where its step does more (None: the same)
+    procedure: str | None = None  # its change class, where it has a procedure of its own
 
     @property
     def applied_by(self) -> str | None:
@@ -133,6 +134,7 @@ class Change:
             "needs": (self.needs or self.update).name.lower(),
             "files": list(self.files),
             "hosts": list(self.hosts),
+            "procedure": self.procedure,
         }
 
 
@@ -160,6 +162,9 @@ class Plan:
     changes: list[Change]
     files: list[FileChange]
     steps: list[Step] = field(default_factory=list)
+    # Changes Slurm cannot make without ending jobs: the first lines of the plan, and what
+    # playbooks/slurm.yml refuses without -e gpucluster_end_jobs=true.
+    ends_jobs: list[EndsJobs] = field(default_factory=list)
 
     @property
     def overall(self) -> Update | None:
@@ -169,6 +174,7 @@ class Plan:
         overall = self.overall
         return {
             "release": self.release.name,
+            "ends_jobs": [e.as_dict() for e in self.ends_jobs],
             "changes": [c.as_dict() for c in self.changes],
             "files": [f.as_dict() for f in self.files],
             "steps": [s.as_dict() for s in self.steps],
@@ -296,6 +302,14 @@ def policy(old: Cluster, new: Cluster, parts: list[str], before: Any, after: Any
         return Update.RESTART if parts[2:] == ["type"] else Update.NODE_LIST
     if head == "tenants":
         return Update.ACCOUNTS if parts[2:3] == [Owner.SLURM.value] else Update.KUBERNETES
+    if parts[:2] == ["cluster", "partitions"] and len(parts) == 3 and (before is None or after is None):
+        # A partition added or removed: slurmctld rebuilds its partitions on reconfigure (a removed
+        # one's jobs are first moved or waited for: gpucluster.procedures).
+        update = Update.RECONFIGURE
+        domain = _domain(old, new, parts)
+        if domain is not None and Owner.SLURM not in domain:
+            return Update.KUBERNETES if domain else Update.RENDER_ONLY
+        return update
     if parts[:2] == ["cluster", "storage"] and parts[3:] == ["hosts"]:
         # Hosts joining or leaving a filesystem: the new ones mount it, no mount changes elsewhere.
         return Update.RENDER_ONLY
@@ -397,7 +411,9 @@ def make_plan(
             )
         )
     result = Plan(release, changes, files)
-    result.steps = plan_steps(old, new, result)
+    found = procedures(old, new, {c.path for c in changes}, new_files.get("slurm/slurm.conf"))
+    result.ends_jobs = found.ends_jobs
+    result.steps = plan_steps(old, new, result, found)
     # Each change carries the policy of the step that carries it out (a partition's MaxTime in the
     # step that restarts the daemons for a new node is applied by that restart); `needs` keeps its own.
     used: dict[str, Update] = {}
@@ -406,7 +422,17 @@ def make_plan(
             if step.update is not None:
                 used[path] = max(used.get(path, step.update), step.update, key=SEVERITY.index)
     result.changes = [
-        Change(c.path, c.old, c.new, used.get(c.path, c.update), c.files, c.hosts, c.update) for c in changes
+        Change(
+            c.path,
+            c.old,
+            c.new,
+            used.get(c.path, c.update),
+            c.files,
+            c.hosts,
+            c.update,
+            found.classes.get(c.path),
+        )
+        for c in changes
     ]
     installed = {rel: step.update for step in result.steps for rel in step.files if step.update}
     result.files = [
@@ -480,17 +506,19 @@ def route(rel: str) -> str:
     return next(r for pattern, r in (*ROUTES, ("*", "files")) if fnmatch.fnmatchcase(rel, pattern))
 
 
-def plan_steps(old: Cluster, new: Cluster, result: Plan) -> list[Step]:
+def plan_steps(old: Cluster, new: Cluster, result: Plan, found: Procedures | None = None) -> list[Step]:
     """The changes in the order they are carried out. Each change is in the step that carries it
     out, each step with the policy it uses and the rendered files it installs; a step that would
-    change nothing is left out."""
+    change nothing is left out. The procedures of the change classes (`found`) go in before the
+    shared storage and the Slurm files, and their checks after them."""
+    found = found or Procedures()
     release = result.release
     changes = result.changes
     files_by_route: dict[str, list[str]] = {}
     for f in result.files:
         files_by_route.setdefault(route(f.path), []).append(f.path)
-    found = moves(old, new)
-    involved = [o for o in Owner if any(o in (m.source, m.target) for m in found)]
+    moved = moves(old, new)
+    involved = [o for o in Owner if any(o in (m.source, m.target) for m in moved)]
     done: set[str] = set()
     steps: list[Step] = []
 
@@ -529,7 +557,7 @@ def plan_steps(old: Cluster, new: Cluster, result: Plan) -> list[Step]:
                 )
             )
     # 2. Nodes leaving a scheduler stop taking work and empty: moves, and nodes removed outright.
-    leaving = [(m, [c for c in move_changes if set(c.hosts) & set(m.hosts)]) for m in found]
+    leaving = [(m, [c for c in move_changes if set(c.hosts) & set(m.hosts)]) for m in moved]
     node_changes = [c for c in changes if c.path.startswith("hosts.") and c.update != Update.MOVE]
     removed_slurm = _hosts_of(changes, Owner.SLURM, added=False, cluster=old)
     removed_kube = _hosts_of(changes, Owner.KUBERNETES, added=False, cluster=old)
@@ -544,6 +572,9 @@ def plan_steps(old: Cluster, new: Cluster, result: Plan) -> list[Step]:
             carried = [c for c in node_changes if set(c.hosts) & set(removed)]
             for action, text in leave_texts(Move(tuple(removed), owner, owner), new, reason)[:2]:
                 steps.append(_step(owner, action, update, text, carried, removed))
+    # 2b. The procedures of partitions, controllers, the accounting host and the state: partitions
+    # closed and emptied, the controller that stays put in charge, daemons stopped where they move.
+    steps += found.before
     # 3. Unix accounts and shared storage, which daemons and jobs rely on.
     for kind, update, prefixes, text in (
         ("users", Update.UNIX_ACCOUNTS, ("cluster.users", "cluster.groups"), "playbooks/slurm.yml (users role): the Unix groups and users of hosts/users.yaml on every Slurm host"),
@@ -559,12 +590,21 @@ def plan_steps(old: Cluster, new: Cluster, result: Plan) -> list[Step]:
             steps.append(
                 _step("hosts", Action.APPLY, used, text, carried, files=files_by_route.get(kind, []))
             )
-    # 4. The leaving nodes are released by their schedulers (Slurm's by the next step's files).
+    # 4. The leaving nodes are released by their schedulers (Slurm's by the next step's files);
+    # nodes removed from Kubernetes leave it (kubelet stopped and disabled, node objects deleted).
     for move, carried in leaving:
-        action, text = leave_texts(move, new)[2]
-        if move.source == Owner.SLURM:
-            text = f"stop slurmd on {compress(move.hosts)}; the next step installs slurm.conf without them"
-        steps.append(_step(move.source, action, Update.MOVE, text, carried, move.hosts))
+        for action, text in leave_texts(move, new)[2:]:
+            if move.source == Owner.SLURM:
+                text = (
+                    f"stop slurmd on {compress(move.hosts)}; the next step installs slurm.conf without them"
+                )
+            steps.append(_step(move.source, action, Update.MOVE, text, carried, move.hosts))
+    if removed_kube:
+        carried = [c for c in node_changes if set(c.hosts) & set(removed_kube)]
+        for action, text in leave_texts(Move(tuple(removed_kube), Owner.KUBERNETES, Owner.KUBERNETES), new)[
+            2:
+        ]:
+            steps.append(_step(Owner.KUBERNETES, action, Update.KUBERNETES, text, carried, removed_kube))
     # 5. Bare-metal Slurm: its new files, then what the release needs to read them.
     slurm_files = files_by_route.get("slurm", [])
     slurm_changes = take(
@@ -573,16 +613,16 @@ def plan_steps(old: Cluster, new: Cluster, result: Plan) -> list[Step]:
         if c.update not in (Update.MOVE, Update.REBUILD, Update.KUBERNETES)
         and any(route(f) == "slurm" for f in c.files)
     )
-    claims_slurm = [m for m in found if m.target == Owner.SLURM]
+    claims_slurm = [m for m in moved if m.target == Owner.SLURM]
     added_slurm = _hosts_of(changes, Owner.SLURM, added=True, cluster=new)
     nodes_change = bool(
-        removed_slurm or added_slurm or any(Owner.SLURM in (m.source, m.target) for m in found)
+        removed_slurm or added_slurm or any(Owner.SLURM in (m.source, m.target) for m in moved)
     )
     if slurm_changes or slurm_files or nodes_change:
         update = required_action(slurm_changes) or Update.RENDER_ONLY
         if nodes_change:
             update = max(update, effective(Update.NODE_LIST, release), key=SEVERITY.index)
-        text = slurm_apply_text(update, release, slurm_files, added_slurm, removed_slurm)
+        text = slurm_apply_text(update, release, slurm_files, added_slurm, removed_slurm, found.apply_notes)
         if claims_slurm:
             claimed = tuple(h for m in claims_slurm for h in m.hosts)
             carried = [*slurm_changes, *(c for c in move_changes if set(c.hosts) & set(claimed))]
@@ -591,8 +631,10 @@ def plan_steps(old: Cluster, new: Cluster, result: Plan) -> list[Step]:
         else:
             hosts = [*added_slurm, *removed_slurm]
             steps.append(_step(Owner.SLURM, Action.APPLY, update, text, slurm_changes, hosts, slurm_files))
+    # 5b. What the procedures check once the files are applied (the controllers, a takeover).
+    steps += found.after
     # 6. Kubernetes: nodes claimed, then its objects and values (with the raised quotas).
-    for move in found:
+    for move in moved:
         if move.target != Owner.SLURM:
             carried = [c for c in move_changes if set(c.hosts) & set(move.hosts)]
             steps.append(
@@ -603,7 +645,7 @@ def plan_steps(old: Cluster, new: Cluster, result: Plan) -> list[Step]:
     added_kube = _hosts_of(changes, Owner.KUBERNETES, added=True, cluster=new)
     kube_raising = [o for o in (Owner.KUBERNETES, Owner.SLURM_ON_KUBERNETES) if o in raising]
     if kube_changes or kube_files or kube_raising:
-        text = kubernetes_apply_text(kube_files, added_kube, removed_kube)
+        text = kubernetes_apply_text(kube_files, added_kube)
         owner = kube_raising[0] if kube_raising else Owner.KUBERNETES
         if kube_raising:
             text = (
@@ -647,30 +689,30 @@ def plan_steps(old: Cluster, new: Cluster, result: Plan) -> list[Step]:
 
 
 def slurm_apply_text(
-    update: Update, release: Release, files: list[str], added: list[str], removed: list[str]
+    update: Update,
+    release: Release,
+    files: list[str],
+    added: list[str],
+    removed: list[str],
+    notes: Iterable[str] = (),
 ) -> str:
     parts = [f"playbooks/slurm.yml installs {', '.join(files) if files else 'the Slurm configuration'}"]
     if removed:
         parts.append(f"stops slurmd on {compress(removed)} (no longer in slurm.conf)")
     if added:
         parts.append(f"installs and starts slurmd on {compress(added)} (they come up idle)")
+    parts += notes
     parts.append("then " + meaning(update, release))
     return "; ".join(parts)
 
 
-def kubernetes_apply_text(files: list[str], added: list[str], removed: list[str]) -> str:
+def kubernetes_apply_text(files: list[str], added: list[str]) -> str:
     parts = []
     if added:
         parts.append(f"join {compress(added)} to the Kubernetes cluster first (the cloud pool or kubeadm)")
     parts.append(
         f"playbooks/kubernetes.yml applies {', '.join(files) if files else 'the Kubernetes objects'}"
     )
-    if removed:
-        parts.append(
-            "then delete the removed nodes: "
-            + "; ".join(f"kubectl delete node {h}" for h in removed)
-            + f" (their {OWNER_LABEL} label goes with them)"
-        )
     return "; ".join(parts)
 
 
@@ -709,11 +751,17 @@ def shown(value: Any, limit: int = 100) -> str:
 def text_lines(result: Plan) -> list[str]:
     if not result.changes and not result.files:
         return ["no changes"]
-    lines = []
+    # What ends jobs comes first: whoever reads one line reads this.
+    lines = [
+        f"ENDS JOBS: {e.path}: {e.reason}; playbooks/slurm.yml refuses it unless run with -e {CONFIRM}=true"
+        for e in result.ends_jobs
+    ]
     for change in result.changes:
         tag = change.update.name.lower()
         if change.needs is not None and change.needs != change.update:
             tag += f"; alone: {change.needs.name.lower()}"
+        if change.procedure:
+            tag += f"; {change.procedure}"
         line = f"{change.path}: {shown(change.old)} -> {shown(change.new)}  [{tag}]"
         if not change.files:
             line += (
