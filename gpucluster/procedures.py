@@ -414,3 +414,23 @@ def procedures(old: Cluster, new: Cluster, changed: set[str], slurm_conf: str | 
 def releases_reading(name: str) -> list[str]:
     """The releases whose state the release `name` reads (itself included)."""
     return [*RELEASES[name].upgrades_from, name]
+
+
+def partition_definitions(cluster: Cluster, slurm_conf: str) -> dict[str, str]:
+    """The bare-metal partitions of a rendered slurm.conf as `scontrol create` takes them
+    (slurm_partitions_change creates a renamed partition's successor from these)."""
+    return {name: partition_line(cluster, name, slurm_conf) for name in bare_metal_partitions(cluster)}
+
+
+def state_filesystem_entry(cluster: Cluster) -> dict[str, Any] | None:
+    """The filesystem of cluster.storage holding StateSaveLocation, as hosts/storage.yaml has it."""
+    from gpucluster.render.storage import mount_entry
+
+    fs = _state_filesystem(cluster)
+    return None if fs is None else mount_entry(cluster, fs)
+
+
+def switch_type(cluster: Cluster) -> str:
+    """SwitchType of the rendered slurm.conf (`slurm.extra`), empty for none."""
+    value = str(cluster.spec.slurm.extra.get("SwitchType", ""))
+    return "" if value in ("", "switch/none") else value

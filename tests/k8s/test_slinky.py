@@ -64,7 +64,9 @@ def _nvl72_on_kubernetes(cluster: Obj) -> None:
     cluster["nodes"][1]["owner"] = SLURM_PODS
     for tenant in cluster["tenants"]:
         tenant["gpus"][SLURM_PODS] = tenant["gpus"].pop("kubernetes")
-    cluster["partitions"].append({"name": "k8s-train", "nodes": ["gb200_k8s"], "default": True, "max_time": "1-00:00:00"})
+    cluster["partitions"].append(
+        {"name": "k8s-train", "nodes": ["gb200_k8s"], "default": True, "max_time": "1-00:00:00"}
+    )
     k8s = cluster["kubernetes"]
     k8s["kueue"] = {"enabled": False}
     k8s["kai"] = {"enabled": False}
