@@ -40,7 +40,7 @@ from gpucluster.moves import (
     quotas_of,
     raises,
 )
-from gpucluster.procedures import CONFIRM, EndsJobs, Procedures, procedures
+from gpucluster.procedures import CONFIRM, EndsJobs, Procedures, needs_restart, procedures
 from gpucluster.resolved import resolved_view
 from gpucluster.slurm.releases import Release
 
@@ -310,6 +310,8 @@ def policy(old: Cluster, new: Cluster, parts: list[str], before: Any, after: Any
         if domain is not None and Owner.SLURM not in domain:
             return Update.KUBERNETES if domain else Update.RENDER_ONLY
         return update
+    if parts[:3] == ["cluster", "slurm", "extra"] and len(parts) == 4 and needs_restart(parts[3]):
+        return Update.RESTART  # the playbook restarts the daemons for these keys
     if parts[:2] == ["cluster", "storage"] and parts[3:] == ["hosts"]:
         # Hosts joining or leaving a filesystem: the new ones mount it, no mount changes elsewhere.
         return Update.RENDER_ONLY
@@ -645,7 +647,7 @@ def plan_steps(old: Cluster, new: Cluster, result: Plan, found: Procedures | Non
     added_kube = _hosts_of(changes, Owner.KUBERNETES, added=True, cluster=new)
     kube_raising = [o for o in (Owner.KUBERNETES, Owner.SLURM_ON_KUBERNETES) if o in raising]
     if kube_changes or kube_files or kube_raising:
-        text = kubernetes_apply_text(kube_files, added_kube)
+        text = "; ".join([kubernetes_apply_text(kube_files, added_kube), *found.kube_notes])
         owner = kube_raising[0] if kube_raising else Owner.KUBERNETES
         if kube_raising:
             text = (
@@ -664,7 +666,12 @@ def plan_steps(old: Cluster, new: Cluster, result: Plan, found: Procedures | Non
     account_files = files_by_route.get("accounts", [])
     if accounts or account_files or Owner.SLURM in raising:
         raise_slurm = Owner.SLURM in raising
-        text = "playbooks/slurm.yml (slurm_accounts): sacctmgr makes the accounts, users and QOS of slurm/accounts.yaml"
+        text = "; ".join(
+            [
+                "playbooks/slurm.yml (slurm_accounts): sacctmgr makes the accounts, users and QOS of slurm/accounts.yaml",
+                *found.account_notes,
+            ]
+        )
         if raise_slurm:
             text = quota_text(Owner.SLURM, quotas_of(new, Owner.SLURM), lower=False) + "; " + text
         steps.append(

@@ -23,6 +23,7 @@ step is something a person can paste, and playbooks/slurm.yml carries it out its
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -37,6 +38,34 @@ from gpucluster.storage import filesystem_of
 if TYPE_CHECKING:
     from gpucluster.cluster import Cluster
     from gpucluster.storage import SharedFilesystem
+
+# slurm.conf keys whose change the playbook applies by restarting slurmctld and every slurmd on
+# every release (roles/slurm_common/defaults/main.yml, slurm_common_restart_keys: the same list,
+# which tests/roles/test_procedure_modules.py holds them to): a `slurm.extra` key among them needs a
+# restart, not the reconfigure of the other extra keys.
+RESTART_KEYS = (
+    "SlurmctldHost",
+    "AccountingStorageHost",
+    "ControlMachine",
+    "BackupController",
+    r"\w+Type",
+    "TaskPlugin",
+    "GresTypes",
+    r"\w+Port",
+    "SelectTypeParameters",
+    "SlurmdParameters",
+    "SlurmctldParameters",
+    "PrologFlags",
+    "SlurmUser",
+    "StateSaveLocation",
+    "SlurmdSpoolDir",
+    r"AuthAlt\w+",
+)
+
+
+def needs_restart(key: str) -> bool:
+    return any(re.fullmatch(pattern, key) for pattern in RESTART_KEYS)
+
 
 # The variable that lets playbooks/slurm.yml carry out a change that ends jobs.
 CONFIRM = "gpucluster_end_jobs"
@@ -69,6 +98,9 @@ class Procedures:
     ends_jobs: list[EndsJobs] = field(default_factory=list)
     # Text the Slurm apply step adds (what it does beyond installing the files).
     apply_notes: list[str] = field(default_factory=list)
+    # Text the sacctmgr step and the Kubernetes step add (tenants removed).
+    account_notes: list[str] = field(default_factory=list)
+    kube_notes: list[str] = field(default_factory=list)
 
 
 def _step(action: Action, update: Update, text: str, paths: Iterable[str], hosts: Iterable[str] = ()) -> Step:
@@ -400,6 +432,40 @@ def ending_changes(old: Cluster, new: Cluster, changed: set[str]) -> list[EndsJo
     return found
 
 
+def tenant_procedures(old: Cluster, new: Cluster, result: Procedures, changed: set[str]) -> None:
+    """A tenant gone from a scheduler: nothing of it is deleted while it may have work there."""
+    for path in sorted(changed):
+        parts = path.split(".")
+        if len(parts) != 3 or parts[0] != "tenants":
+            continue
+        name, scheduler = parts[1], parts[2]
+        if name in new.tenants_by_name and scheduler in {o.value for o in new.tenant_gpus.get(name, {})}:
+            continue
+        before = old.tenants_by_name.get(name)
+        if before is None and name not in old.tenant_gpus:
+            continue
+        if scheduler == Owner.SLURM.value and scheduler not in _tenant_schedulers(new, name):
+            result.classes[path] = "tenant removed from Slurm (its account stays until it is idle)"
+            result.account_notes.append(
+                f"the account {name} stays, its jobs run on: once `squeue --account={name}` prints nothing, "
+                "`-e slurm_accounts_remove_absent=true` deletes it (sacctmgr refuses while it has jobs)"
+            )
+        elif scheduler == Owner.KUBERNETES.value and scheduler not in _tenant_schedulers(new, name):
+            namespace = (before.namespace if before else None) or name
+            result.classes[path] = "tenant removed from Kubernetes (its queues stay until it is idle)"
+            result.kube_notes.append(
+                f"playbooks/kubernetes.yml deletes no object: {name}'s ClusterQueue, LocalQueues and namespace "
+                f"stay, its workloads run on; once `kubectl get workloads -n {namespace}` lists none: "
+                f"kubectl delete clusterqueue {name}; kubectl delete namespace {namespace}"
+            )
+
+
+def _tenant_schedulers(cluster: Cluster, name: str) -> set[str]:
+    from gpucluster.resolved import tenant_views
+
+    return set(tenant_views(cluster).get(name, {}))
+
+
 def procedures(old: Cluster, new: Cluster, changed: set[str], slurm_conf: str | None) -> Procedures:
     """Every change class found among the changed paths, its steps and what would end jobs."""
     result = Procedures()
@@ -407,6 +473,7 @@ def procedures(old: Cluster, new: Cluster, changed: set[str], slurm_conf: str | 
     controller_procedures(old, new, result, changed)
     accounting_procedure(old, new, result, changed)
     state_procedure(old, new, result, changed)
+    tenant_procedures(old, new, result, changed)
     result.ends_jobs = ending_changes(old, new, changed)
     return result
 

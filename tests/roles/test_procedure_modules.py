@@ -198,3 +198,18 @@ def test_the_render_gives_the_lab_partitions_and_its_state_filesystem() -> None:
         True,
     )
     assert state["hosts"] == ["ctl01", "ctl02"]
+
+
+def test_plan_knows_the_keys_the_role_restarts_for() -> None:
+    """gpucluster.procedures.RESTART_KEYS is the role's list: a `slurm.extra` key among them is
+    planned as a restart, which is what the role then does."""
+    import yaml
+
+    from gpucluster.procedures import RESTART_KEYS, needs_restart
+
+    from .conftest import ROLES
+
+    defaults = yaml.safe_load((ROLES / "slurm_common" / "defaults" / "main.yml").read_text())
+    assert sorted(RESTART_KEYS) == sorted(defaults["slurm_common_restart_keys"])
+    assert needs_restart("SwitchType") and needs_restart("SlurmctldHost")
+    assert not needs_restart("KillWait") and not needs_restart("SlurmdTimeout")

@@ -66,6 +66,8 @@ FIELDS: dict[str, st.SearchStrategy[Any]] = {
     "kill_wait": st.sampled_from([None, 30, 60]),
     "home": st.booleans(),
     "users": st.sampled_from([["alice", "bob"], ["alice", "bob", "carol"]]),
+    # A backup controller (on shared state): added, removed and swapped by the variants.
+    "controllers": st.sampled_from([["ctl01"], ["ctl01", "ctl02"], ["ctl02", "ctl01"]]),
 }
 
 
@@ -83,7 +85,7 @@ def inventory(params: dict[str, Any]) -> tuple[str, str]:
     racks = hosts_of(params)
     kube = sorted(r for r in params["kubernetes_racks"] if r < len(racks))
     owner = {r: ("kubernetes" if r in kube else "slurm") for r in range(len(racks))}
-    hosts = {"all": {"children": {"ctl": {"hosts": {"ctl01": None}}}}}
+    hosts = {"all": {"children": {"ctl": {"hosts": {"ctl01": None, "ctl02": None}}}}}
     children = hosts["all"]["children"]
     for r, names in enumerate(racks):
         children[f"rack{r}"] = {"hosts": dict.fromkeys(names)}
@@ -141,11 +143,15 @@ def inventory(params: dict[str, Any]) -> tuple[str, str]:
         else:
             entry["gpu_quota"], entry["gpu_limit"] = numbers["slurm"]["quota"], numbers["slurm"]["limit"]
         tenants.append(entry)
+    controllers = params["controllers"]
     slurm: dict[str, Any] = {
         "version": params["version"],
-        "controller": "ctl01",
-        "accounting": {"host": "ctl01"},
+        "controller": controllers,
+        # ctl02 has a part when it is no controller: it runs slurmdbd.
+        "accounting": {"host": "ctl02"},
     }
+    if len(controllers) > 1:
+        slurm["state_save_location"] = "/shared/state"
     if params["health"] is not None:
         slurm["health"] = {"interval": params["health"]}
     if params["kill_wait"] is not None:
@@ -168,8 +174,15 @@ def inventory(params: dict[str, Any]) -> tuple[str, str]:
         }
     if params["capped"] is not None:
         cluster["qos"] = [{"name": "capped", "max_gpus_per_user": params["capped"]}]
-    if params["home"]:
-        cluster["storage"] = [{"name": "home", "mount": "/home", "site_managed": True, "home": True}]
+    storage = []
+    if params["home"] or len(controllers) > 1:
+        storage.append({"name": "home", "mount": "/home", "site_managed": True, "home": True})
+    if len(controllers) > 1:
+        storage.append(
+            {"name": "slurm-state", "mount": "/shared", "site_managed": True, "hosts": controllers}
+        )
+    if storage:
+        cluster["storage"] = storage
     if kube:
         cluster["kubernetes"] = {
             "version": "1.34",

@@ -367,3 +367,26 @@ def test_cli_plan_of_a_rename(inventories: InventoryFactory) -> None:
     assert proc.returncode == 0, proc.stderr
     assert "[reconfigure; partition renamed to interactive]" in proc.stdout
     assert "overall: reconfigure" in proc.stdout and "restart" not in proc.stdout
+
+
+def test_a_tenant_removed_keeps_what_may_still_run(inventories: InventoryFactory) -> None:
+    """Nothing of a removed tenant is deleted while it may have work: its Slurm account (sacctmgr
+    refuses to delete one with jobs) and its Kubernetes queues and namespace."""
+    old = fleet(inventories, "old")
+    new = fleet(
+        inventories,
+        "new",
+        {
+            "    - {name: serving, fairshare: 20, users: [carol], gpus: {kubernetes: {quota: 96, limit: 128}}}\n": ""
+        },
+    )
+    result = plan_of(inventories, old, new)
+    procedures = {c.path: c.procedure for c in result.changes if c.procedure}
+    assert procedures == {
+        "tenants.serving.kubernetes": "tenant removed from Kubernetes (its queues stay until it is idle)",
+        "tenants.serving.slurm": "tenant removed from Slurm (its account stays until it is idle)",
+    }
+    kube = next(s for s in result.steps if s.scheduler == Owner.KUBERNETES and s.action == Action.APPLY)
+    assert "kubectl delete clusterqueue serving; kubectl delete namespace serving" in kube.text
+    accounts = next(s for s in result.steps if s.update == Update.ACCOUNTS)
+    assert "`-e slurm_accounts_remove_absent=true` deletes it" in accounts.text
