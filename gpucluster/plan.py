@@ -40,7 +40,14 @@ from gpucluster.moves import (
     quotas_of,
     raises,
 )
-from gpucluster.procedures import CONFIRM, EndsJobs, Procedures, needs_restart, procedures
+from gpucluster.procedures import (
+    CONFIRM,
+    EndsJobs,
+    Procedures,
+    host_change_class,
+    needs_restart,
+    procedures,
+)
 from gpucluster.resolved import resolved_view
 from gpucluster.slurm.releases import Release
 
@@ -351,6 +358,13 @@ def _grouped(
     return sorted(out, key=lambda c: (c[0].split(".")[0] != "cluster", c[0]))
 
 
+def _same_node_type(old: Cluster, new: Cluster, path: str, before: Any, after: Any) -> bool:
+    """A host's node type renamed to one defined alike (found by the random pairs)."""
+    if not (path.startswith("hosts.") and path.endswith(".type")) or before is None or after is None:
+        return False
+    return old.spec.node_types.get(before) == new.spec.node_types.get(after)
+
+
 def file_diff(old: str | None, new: str | None) -> tuple[str, ...]:
     """The changed lines of a file, at most MAX_DIFF_LINES; a new or removed file in one line."""
     if old is None or new is None:
@@ -398,6 +412,8 @@ def make_plan(
     for path, a, b, update, hosts in _grouped(with_policy):
         patterns = reach(path)
         touched = tuple(rel for rel in differing if any(fnmatch.fnmatchcase(rel, p) for p in patterns))
+        if not touched and _same_node_type(old, new, path, a, b):
+            continue  # hosts given another name of the same hardware, which nothing renders
         changes.append(Change(path, a, b, update, touched, hosts))
     files = []
     for rel in differing:
@@ -423,6 +439,7 @@ def make_plan(
         for path in step.changes:
             if step.update is not None:
                 used[path] = max(used.get(path, step.update), step.update, key=SEVERITY.index)
+    reconfigures = release.reconfigure_node_changes
     result.changes = [
         Change(
             c.path,
@@ -432,7 +449,7 @@ def make_plan(
             c.files,
             c.hosts,
             c.update,
-            found.classes.get(c.path),
+            found.classes.get(c.path) or host_change_class(c.path, c.old, c.new, reconfigures),
         )
         for c in changes
     ]

@@ -501,3 +501,17 @@ def switch_type(cluster: Cluster) -> str:
     """SwitchType of the rendered slurm.conf (`slurm.extra`), empty for none."""
     value = str(cluster.spec.slurm.extra.get("SwitchType", ""))
     return "" if value in ("", "switch/none") else value
+
+
+def host_change_class(path: str, before: Any, after: Any, release_reconfigures: bool) -> str | None:
+    """The class of a change of hosts (`hosts.gpu[05-08]`, `hosts.gpu04.owner`)."""
+    if not path.startswith("hosts."):
+        return None
+    how = "scontrol reconfigure" if release_reconfigures else "a restart of the daemons"
+    if path.endswith(".owner") and before is not None and after is not None:
+        return f"nodes moved from {before} to {after}"
+    if before is None:
+        return f"nodes added (they come up idle; {how})"
+    if after is None:
+        return f"nodes removed (drained, their jobs finish first; {how})"
+    return None
