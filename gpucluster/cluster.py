@@ -28,7 +28,7 @@ from gpucluster.model import (
     Owner,
     Tenant,
 )
-from gpucluster.slurm.checks import check_slurm
+from gpucluster.slurm.checks import check_slurm, check_state_save
 from gpucluster.slurm.releases import Release, SlurmVersion
 from gpucluster.storage_checks import check_storage
 from gpucluster.yamlfile import LoadedYaml
@@ -232,6 +232,50 @@ def _descendants(inv: Inventory, group: str) -> set[str]:
     return found
 
 
+SPLIT_TREE_FIX = (
+    "; put the roots under one switch (the one that joins them), or set `fabric.separate_trees: true` "
+    "if they are apart on purpose"
+)
+# Slurm's schedulers that read the switch tree: a Kubernetes node is in neither.
+SLURM_OWNERS = (Owner.SLURM, Owner.SLURM_ON_KUBERNETES)
+
+
+def split_tree_messages(cluster: Cluster) -> list[str]:
+    """Per Slurm cluster (bare metal, Slurm on Kubernetes) whose nodes hang under more than one
+    root switch: which nodes the widest root leaves out. slurmctld then warns `TOPOLOGY: no switch
+    can reach all nodes` and never places a job across the roots."""
+    messages = []
+    for owner in SLURM_OWNERS:
+        under: dict[str, list[str]] = {}
+        for host, path in cluster.switch_path.items():
+            if cluster.owner_of.get(host, Owner.SLURM) == owner:
+                under.setdefault(path[0], []).append(host)
+        if len(under) < 2:
+            continue
+        widest = max(sorted(under), key=lambda root: len(under[root]))
+        left_out = sort_hosts(h for root, hosts in under.items() if root != widest for h in hosts)
+        others = ", ".join(f"`{root}`" for root in sorted(under) if root != widest)
+        which = "Slurm's nodes" if owner == Owner.SLURM else f"the nodes of {owner}"
+        messages.append(
+            f"{which} hang under {len(under)} root switches, so no switch reaches them all (slurmctld: "
+            f"`no switch can reach all nodes`; no job spans two roots): root `{widest}` leaves out "
+            f"{compress(left_out)} (under {others})"
+        )
+    return messages
+
+
+def core_warnings(cluster: Cluster) -> list[Problem]:
+    """What the core finds valid but worth a word (printed as warnings, exit code 0)."""
+    warnings = []
+    if cluster.spec.fabric.separate_trees:
+        file = cluster.inventory.cluster_file
+        for message in split_tree_messages(cluster):
+            warnings.append(
+                file.problem("cluster.fabric.separate_trees", message + " (separate on purpose, as set here)")
+            )
+    return warnings
+
+
 def sort_hosts(hosts: Iterable[str]) -> list[str]:
     """Natural order (gpu2 before gpu10), as Slurm lists hosts."""
     return list(hostlist.numerically_sorted(list(hosts)))
@@ -247,6 +291,9 @@ class _Checker:
         self.problems: list[Problem] = []
         self.cluster = Cluster(spec=spec, source=inv.display_root, inventory=inv)
         self.group_names = set(inv.groups)
+        # Hosts two groups of hosts.yml list (reported there once): their other clashes (two leaf
+        # switches, two blocks) are the same mistake, not reported again.
+        self.listed_twice: set[str] = set()
 
     def fail(self, parts: Iterable[str | int], message: str) -> None:
         self.problems.append(self.file.problem(format_path(["cluster", *parts]), message))
@@ -274,6 +321,7 @@ class _Checker:
         self.check_tenants()
         check_slurm(self)
         check_storage(self)
+        check_state_save(self)
         self.check_roles()
         return self.cluster
 
@@ -359,11 +407,58 @@ class _Checker:
                 if overrides or entry.state:
                     cluster.entry_of[host] = index
         for (index, first), hosts in twice.items():
-            self.fail(["nodes", index, "group"], self.named_twice(index, first, hosts))
+            if not self.listed_in_two_groups(index, first, hosts):
+                self.fail(["nodes", index, "group"], self.named_twice(index, first, hosts))
         for type_name, node_type in self.spec.node_types.items():
             self.check_gpus(type_name, node_type)
         for host in sort_hosts(cluster.node_type_of):
             cluster.hosts_by_type.setdefault(cluster.node_type_of[host], []).append(host)
+
+    def listing(self, group: str, host: str) -> tuple[str, str] | None:
+        """The group (this one or one inside it) whose `hosts` lists `host`, and the key path there."""
+        for candidate in [group, *sorted(_descendants(self.inv, group))]:
+            where = self.inv.listed_at.get((candidate, host))
+            if where is not None:
+                return candidate, where
+        return None
+
+    def listed_in_two_groups(self, index: int, first: int, hosts: list[str]) -> bool:
+        """Hosts that two unrelated groups of hosts.yml both list, each group given its node type
+        by cluster.nodes: the mistake is the second listing in hosts.yml, reported there (one
+        problem per listing). False when the mistake is in cluster.yml (a group listed with its
+        parent, a group or host named twice), which named_twice reports."""
+        entry, earlier = self.spec.nodes[index], self.spec.nodes[first]
+        groups = set(self.inv.groups)
+        if entry.group not in groups or earlier.group not in groups or entry.group == earlier.group:
+            return False
+        if entry.group in _descendants(self.inv, earlier.group) or earlier.group in _descendants(
+            self.inv, entry.group
+        ):
+            return False
+        at: dict[str, list[str]] = {}
+        details: dict[str, tuple[str, str, str]] = {}
+        for host in hosts:
+            here, there = self.listing(entry.group, host), self.listing(earlier.group, host)
+            if here is None or there is None:
+                return False
+            at.setdefault(here[1], []).append(host)
+            details[here[1]] = (here[0], there[0], there[1])
+        self.listed_twice.update(hosts)
+        hosts_file = self.inv.hosts_file
+        for path, listed in at.items():
+            group, other, other_path = details[path]
+            which = f"host `{listed[0]}` is" if len(listed) == 1 else f"hosts {compress(listed)} are"
+            other_line = hosts_file.line_of(other_path)
+            where = f"line {other_line}" if other_line else other_path
+            self.problems.append(
+                hosts_file.problem(
+                    path,
+                    f"{which} listed in group `{group}` here and in group `{other}` ({where}); "
+                    f"cluster.nodes gives both groups their hosts (cluster.nodes[{first}] `{earlier.group}`, "
+                    f"cluster.nodes[{index}] `{entry.group}`): list each host in one of them",
+                )
+            )
+        return True
 
     def named_twice(self, index: int, first: int, hosts: list[str]) -> str:
         """Hosts an entry of cluster.nodes names after an earlier one did (a group listed with
@@ -419,16 +514,11 @@ class _Checker:
 
     def resolve_partitions(self) -> None:
         cluster = self.cluster
-        seen_default = False
         tenants = {t.name for t in self.spec.tenants}
         for index, part in enumerate(self.spec.partitions):
             if part.name in cluster.partitions:
                 self.fail(["partitions", index, "name"], f"partition `{part.name}` is defined twice")
                 continue
-            if part.default:
-                if seen_default:
-                    self.fail(["partitions", index, "default"], "more than one partition is the default")
-                seen_default = True
             members: dict[str, None] = {}
             slurm_kinds: dict[Owner, str] = {}
             for n, name in enumerate(part.nodes):
@@ -460,6 +550,7 @@ class _Checker:
                 if tenant not in tenants:
                     self.fail(["partitions", index, "tenants", n], f"unknown tenant `{tenant}`")
             cluster.partitions[part.name] = sort_hosts(members)
+        self.check_default_partition()
         in_partition = {h for hosts in cluster.partitions.values() for h in hosts}
         # Kubernetes-owned hosts are in no Slurm partition; Kueue and KAI queues reach them.
         orphans = [
@@ -469,6 +560,36 @@ class _Checker:
         ]
         if orphans:
             self.fail(["partitions"], f"host(s) in no partition: {compress(orphans)}")
+
+    def check_default_partition(self) -> None:
+        """Exactly one default partition per Slurm cluster (bare metal, and Slurm on Kubernetes):
+        without one slurmctld logs `default partition not set` and refuses every job that names
+        no partition; with two it keeps the last."""
+        by_owner: dict[Owner, list[int]] = {}
+        for index, part in enumerate(self.spec.partitions):
+            owners = {
+                o for h in self.cluster.partitions.get(part.name, []) if (o := self.cluster.owner_of.get(h))
+            }
+            for owner in owners or {Owner.SLURM}:
+                by_owner.setdefault(owner, []).append(index)
+        for owner, indexes in by_owner.items():
+            names = [self.spec.partitions[i].name for i in indexes]
+            defaults = [i for i in indexes if self.spec.partitions[i].default]
+            which = "" if len(by_owner) == 1 else f" of {owner}"
+            if not defaults:
+                self.fail(
+                    ["partitions"],
+                    f"no partition{which} is the default: jobs that name no partition would be refused "
+                    f"(slurmctld: `default partition not set`); mark one `default: true` "
+                    f"(candidates: {', '.join(names)})",
+                )
+            for index in defaults[1:]:
+                marked = ", ".join(self.spec.partitions[i].name for i in defaults)
+                self.fail(
+                    ["partitions", index, "default"],
+                    f"{len(defaults)} partitions{which} are the default ({marked}): Slurm keeps only one; "
+                    "leave `default: true` on one of them",
+                )
 
     def resolve_tree(self) -> None:
         tree = self.spec.fabric.tree
@@ -498,9 +619,10 @@ class _Checker:
                         )
                         break
                     if host in leaf_of and leaf_of[host] != switch:
-                        self.fail(
-                            [*parts, n], f"host `{host}` is already under leaf switch `{leaf_of[host]}`"
-                        )
+                        if host not in self.listed_twice:
+                            self.fail(
+                                [*parts, n], f"host `{host}` is already under leaf switch `{leaf_of[host]}`"
+                            )
                         continue
                     leaf_of[host] = switch
                     nodes.setdefault(host, None)
@@ -542,6 +664,9 @@ class _Checker:
                     path.append(parents[path[-1]])
                 path_of[leaf] = tuple(reversed(path))
             cluster.switch_path[host] = path_of[leaf]
+        if not self.spec.fabric.separate_trees:
+            for message in split_tree_messages(cluster):
+                self.fail(["fabric", "tree"], message + SPLIT_TREE_FIX)
 
     def resolve_blocks(self) -> None:
         fabric = self.spec.fabric
@@ -563,9 +688,10 @@ class _Checker:
                         )
                         break
                     if host in cluster.block_of and cluster.block_of[host] != block:
-                        self.fail(
-                            [*parts, n], f"host `{host}` is already in block `{cluster.block_of[host]}`"
-                        )
+                        if host not in self.listed_twice:
+                            self.fail(
+                                [*parts, n], f"host `{host}` is already in block `{cluster.block_of[host]}`"
+                            )
                         continue
                     cluster.block_of[host] = block
                     members.setdefault(host, None)

@@ -32,6 +32,8 @@ class Inventory:
     group_children: dict[str, list[str]] = field(default_factory=dict)
     # Host -> the key path of hosts.yml where it is first listed (its pattern), for problems.
     declared_at: dict[str, str] = field(default_factory=dict)
+    # (group, host) -> the key path of hosts.yml listing the host directly in that group.
+    listed_at: dict[tuple[str, str], str] = field(default_factory=dict)
 
     def members(self, group: str) -> list[str]:
         """Every host of a group and of its descendants, in inventory order, once each."""
@@ -157,6 +159,7 @@ def _read_group(
             seen_here.add(host)
             direct.append(host)
             inv.declared_at.setdefault(host, key_path)
+            inv.listed_at[(name, host)] = key_path
             inv.hostvars.setdefault(host, {}).update(hvars or {})
     children = body.get("children") or {}
     if not isinstance(children, dict):

@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError, create_model
 
-from gpucluster.cluster import Cluster, parse_spec, pydantic_problems, resolve
+from gpucluster.cluster import Cluster, core_warnings, parse_spec, pydantic_problems, resolve
 from gpucluster.errors import InventoryError, Problem
 from gpucluster.inventory import load_inventory
 from gpucluster.model import CLOUD_SECTION, KUBERNETES_SECTION, ClusterFile, ClusterSpec
@@ -135,8 +135,9 @@ def layers_of(cluster: Cluster) -> list[Layer]:
 
 
 def layer_warnings(cluster: Cluster) -> list[Problem]:
-    """What the layers of a valid cluster find worth a warning (printed, never an exit code)."""
-    found: list[Problem] = []
+    """What the core and the layers of a valid cluster find worth a warning (printed, never an
+    exit code)."""
+    found: list[Problem] = core_warnings(cluster)
     for layer in layers_of(cluster):
         if layer.warnings:
             found += _load(layer.warnings)(cluster)

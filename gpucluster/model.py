@@ -303,6 +303,14 @@ class Fabric(Strict):
         Update.RESTART,
         default="auto",
     )
+    separate_trees: bool = spec(
+        "The switch tree has several roots on purpose (islands no switch joins): each Slurm job "
+        "then stays under one of them, and slurmctld warns `no switch can reach all nodes`. Off, "
+        "a tree whose roots do not each reach every Slurm node is refused, naming the nodes left "
+        "out; on, it is a warning.",
+        Update.RENDER_ONLY,
+        default=False,
+    )
 
 
 class Partition(Strict):

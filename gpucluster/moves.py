@@ -12,6 +12,7 @@ and only then is claimed by the new one; last, the quotas rise to the new number
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -34,6 +35,13 @@ class Action(StrEnum):
     # The other steps of a plan (gpucluster.plan): files and objects applied, a rebuild.
     APPLY = "apply"
     REBUILD = "rebuild"
+    # The steps of a change's procedure (gpucluster.procedures).
+    PREPARE = "prepare"  # what the change needs in place first (a partition, a copy of the state)
+    MOVE_JOBS = "move-jobs"  # pending jobs to where they can run
+    TAKEOVER = "takeover"  # the controller that stays put in charge
+    STOP_DAEMON = "stop-daemon"  # a daemon stopped (and disabled) where it no longer belongs
+    DELETE = "delete"  # objects deleted (Kubernetes nodes)
+    VERIFY = "verify"  # the result checked on the live cluster
 
 
 @dataclass(frozen=True)
@@ -132,7 +140,9 @@ def node_list_apply(new: Cluster) -> str:
 
 
 def leave_texts(move: Move, new: Cluster, reason: str | None = None) -> list[tuple[Action, str]]:
-    """Stop placing, wait until empty, release: what the old scheduler does with leaving nodes."""
+    """Stop placing, wait until empty, then release (one or more steps): what the old scheduler
+    does with leaving nodes. Every command pastes as it is: Slurm's commands expand host ranges,
+    kubectl and ssh get a loop over the hosts."""
     hosts = compress(move.hosts)
     reason = reason or MOVE_REASON.format(target=move.target)
     if move.source == Owner.SLURM:
@@ -140,54 +150,91 @@ def leave_texts(move: Move, new: Cluster, reason: str | None = None) -> list[tup
             (Action.STOP_PLACING, f'scontrol update nodename={hosts} state=drain reason="{reason}"'),
             (
                 Action.WAIT_EMPTY,
-                f"wait until `squeue --nodelist={hosts}` is empty (running jobs finish, none is killed; "
-                "past the deadline, report what still runs and stop)",
+                f"wait until `squeue --noheader --nodelist={hosts}` prints nothing (running jobs finish, none is "
+                "killed; past the deadline, report what still runs and stop)",
             ),
             (Action.RELEASE, f"render slurm.conf without {hosts}, stop slurmd there, {node_list_apply(new)}"),
         ]
     if move.source == Owner.KUBERNETES:
-        return [
-            (Action.STOP_PLACING, f"kubectl cordon {hosts}"),
+        steps = [
+            (Action.STOP_PLACING, for_each(move.hosts, 'kubectl cordon "$node"')),
             (
                 Action.WAIT_EMPTY,
-                f"kubectl drain {hosts} --ignore-daemonsets --delete-emptydir-data (evictions respect "
-                "PodDisruptionBudgets; past the deadline, report what still runs and stop)",
+                for_each(move.hosts, 'kubectl drain "$node" --ignore-daemonsets --delete-emptydir-data')
+                + " (evictions respect PodDisruptionBudgets; past the deadline, report what still runs and stop)",
+            ),
+        ]
+        if move.target == Owner.SLURM_ON_KUBERNETES:  # the node stays in Kubernetes, for Slurm's pods
+            return [
+                *steps,
+                (
+                    Action.RELEASE,
+                    for_each(move.hosts, f'kubectl label node "$node" {OWNER_LABEL}-')
+                    + " (Kueue flavors and KAI no longer select them)",
+                ),
+            ]
+        # Leaving Kubernetes for good (to bare-metal Slurm, or out of the inventory): the kubelet
+        # stopped and disabled first (a kubelet left enabled registers the node again at the next
+        # boot, a running one at once), then the node objects deleted (their labels go with them).
+        return [
+            *steps,
+            (
+                Action.STOP_DAEMON,
+                on_hosts(move.hosts, "systemctl disable --now kubelet")
+                + " (the nodes leave Kubernetes: a kubelet left enabled would register them again)",
             ),
             (
-                Action.RELEASE,
-                f"kubectl label node {hosts} {OWNER_LABEL}- (Kueue flavors and KAI no longer select them)",
+                Action.DELETE,
+                for_each(move.hosts, 'kubectl delete node "$node"')
+                + f" (their {OWNER_LABEL} label goes with them)",
             ),
         ]
     return [
         (
             Action.STOP_PLACING,
-            f"kubectl cordon {hosts}; scale their NodeSet down (Slinky drains the Slurm nodes)",
+            for_each(move.hosts, 'kubectl cordon "$node"')
+            + "; scale their NodeSet down (Slinky drains the Slurm nodes)",
         ),
         (Action.WAIT_EMPTY, f"wait until the slurmd pods on {hosts} are gone (their Slurm jobs finished)"),
-        (Action.RELEASE, f"kubectl label node {hosts} {OWNER_LABEL}-; remove the {OWNER_LABEL} taint"),
+        (
+            Action.RELEASE,
+            for_each(
+                move.hosts,
+                f'kubectl label node "$node" {OWNER_LABEL}-; kubectl taint node "$node" {OWNER_LABEL}-',
+            ),
+        ),
     ]
+
+
+def for_each(hosts: Iterable[str], command: str, var: str = "node") -> str:
+    """A loop a shell runs as pasted, for commands that take one name and expand no host ranges."""
+    names = list(hosts)
+    if len(names) == 1:
+        return command.replace(f'"${var}"', names[0])
+    return f"for {var} in {' '.join(names)}; do {command}; done"
+
+
+def on_hosts(hosts: Iterable[str], command: str) -> str:
+    """A command run as root on each host, over ssh."""
+    return for_each(hosts, f'ssh "$host" {command}', var="host")
 
 
 def claim_text(move: Move, new: Cluster) -> str:
     hosts = compress(move.hosts)
     if move.target == Owner.SLURM:
-        extra = (
-            "; remove them from Kubernetes first (kubectl delete node, kubelet stopped)"
-            if move.source != Owner.SLURM
-            else ""
-        )
         return (
             f"playbooks/slurm.yml: slurm.conf with {hosts}, slurmd started, then {node_list_apply(new)}; "
-            f"the nodes come up idle{extra}"
+            "the nodes come up idle"
         )
     if move.target == Owner.KUBERNETES:
         return (
             f"apply kubernetes/nodes.yaml ({OWNER_LABEL}=kubernetes and fabric labels on {hosts}), "
-            f"then kubectl uncordon {hosts}"
+            "then " + for_each(move.hosts, 'kubectl uncordon "$node"')
         )
     return (
         f"apply kubernetes/nodes.yaml ({OWNER_LABEL}=slurm-on-kubernetes, NodeSet label and taint on {hosts}), "
-        f"kubectl uncordon {hosts}, NodeSet replicas up (helm values)"
+        + for_each(move.hosts, 'kubectl uncordon "$node"')
+        + ", NodeSet replicas up (helm values)"
     )
 
 
@@ -241,7 +288,7 @@ def replay(state: FleetState, step: Step) -> None:
         state.quotas[step.scheduler] = dict(step.quotas)
     elif step.action == Action.STOP_PLACING:
         state.placing[step.scheduler] -= set(step.hosts)
-    elif step.action == Action.RELEASE:
+    elif step.action in (Action.RELEASE, Action.DELETE):  # a deleted Kubernetes node is released
         state.held[step.scheduler] -= set(step.hosts)
         state.placing[step.scheduler] -= set(step.hosts)
     elif step.action == Action.CLAIM:

@@ -33,3 +33,101 @@ def gpu04_to_kubernetes(cluster_yml: str) -> str:
         assert old in cluster_yml, old
         cluster_yml = cluster_yml.replace(old, new)
     return cluster_yml.rstrip("\n") + "\n" + LAB_KUBERNETES_SECTION
+
+
+# A first inventory as a new platform engineer writes one (issue 31): 48 x 8 H200 in three racks,
+# 32 for Slurm and 16 for Kubernetes; 8 x 4 L40S in an interactive partition; a primary and a
+# backup controller on shared state; three tenants. tests/unit/test_first_inventory.py checks what
+# it must say, tests/unit/test_procedures.py plans its day-2 changes.
+NEWCOMER_HOSTS = """\
+all:
+  children:
+    controllers:
+      hosts:
+        ctl[01:02]:
+    dbd:
+      hosts:
+        dbd01:
+    login:
+      hosts:
+        login01:
+    nfs:
+      hosts:
+        nfs01:
+    h200:
+      children:
+        h200_r1:
+          hosts:
+            h200-r1-[01:16]:
+        h200_r2:
+          hosts:
+            h200-r2-[01:16]:
+        h200_r3:
+          hosts:
+            h200-r3-[01:16]:
+    l40s:
+      hosts:
+        l40s-[01:08]:
+"""
+
+NEWCOMER_CLUSTER = """\
+cluster:
+  name: acme
+  slurm:
+    version: "26.05"
+    controller: [ctl01, ctl02]
+    state_save_location: /shared/slurm/state
+    accounting: {host: dbd01}
+    login: [login01]
+  node_types:
+    h200:
+      sockets: 2
+      cores_per_socket: 56
+      threads_per_core: 2
+      memory_mb: 2000000
+      gpus: {model: h200, count: 8, devices: "/dev/nvidia[0-7]"}
+    l40s:
+      sockets: 1
+      cores_per_socket: 32
+      threads_per_core: 2
+      memory_mb: 512000
+      gpus: {model: l40s, count: 4, devices: "/dev/nvidia[0-3]"}
+  nodes:
+    - {group: h200_r1, type: h200, owner: slurm}
+    - {group: h200_r2, type: h200, owner: slurm}
+    - {group: h200_r3, type: h200, owner: kubernetes}
+    - {group: l40s, type: l40s, owner: slurm}
+  fabric:
+    tree:
+      spine: [leaf-r1, leaf-r2, leaf-r3, leaf-l40s]
+      leaf-r1: [h200_r1]
+      leaf-r2: [h200_r2]
+      leaf-r3: [h200_r3]
+      leaf-l40s: [l40s]
+  partitions:
+    - {name: train, nodes: [h200_r1, h200_r2], default: true, max_time: "7-00:00:00", exclusive: true}
+    - {name: dev, nodes: [l40s], max_time: "08:00:00"}
+  storage:
+    - {name: home, mount: /home, home: true, nfs_server: {host: nfs01, export: /srv/nfs/home}}
+    - {name: slurm-state, mount: /shared, source: "filer01:/export/slurm", type: nfs4, hosts: [controllers]}
+  users:
+    - {name: alice, uid: 10001}
+    - {name: bob, uid: 10002}
+    - {name: carol, uid: 10003}
+  tenants:
+    - {name: research, fairshare: 50, users: [alice],
+       gpus: {slurm: {quota: 128, limit: 256}, kubernetes: {quota: 32, limit: 64}}}
+    - {name: product, fairshare: 30, users: [bob], gpus: {slurm: {quota: 96, limit: 160}}}
+    - {name: serving, fairshare: 20, users: [carol], gpus: {kubernetes: {quota: 96, limit: 128}}}
+  kubernetes:
+    version: "1.34"
+    gpu_operator: {driver: host, toolkit: false}
+    kueue: {enabled: true}
+"""
+
+
+def edit(text: str, edits: dict[str, str]) -> str:
+    for old, new in edits.items():
+        assert old in text, old
+        text = text.replace(old, new)
+    return text

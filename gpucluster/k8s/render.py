@@ -396,7 +396,7 @@ def _header(cluster: Cluster) -> str:
     # Imported here: gpucluster.render imports this module to register its renderers.
     from gpucluster.render.templating import header
 
-    return header(cluster.source)
+    return header(cluster.name)
 
 
 def render_kubernetes(cluster: Cluster) -> dict[str, str]:

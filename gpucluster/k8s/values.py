@@ -263,7 +263,7 @@ def slinky_health_wrapper(cluster: Cluster) -> str:
     from gpucluster.render.templating import header
 
     return (
-        f"#!/bin/sh\n{header(cluster.source)}\n"
+        f"#!/bin/sh\n{header(cluster.name)}\n"
         f"exec /usr/bin/python3 {SLINKY_HEALTH_DIR}/gpucluster_healthcheck.py "
         f'--config {SLINKY_HEALTH_DIR}/healthcheck.conf --state-dir {SLINKY_HEALTH_STATE} "$@"\n'
     )
@@ -359,7 +359,7 @@ def slinky_slurm_values(cluster: Cluster, k8s: KubernetesSpec) -> Values:
     has_gpus = any(cluster.spec.node_types[g.node_type].gpus for g in groups)
     config_files: Values = {}
     if has_gpus:
-        config_files["gres.conf"] = f"{header(cluster.source)}\n{SLINKY_GRES_CONF}"
+        config_files["gres.conf"] = f"{header(cluster.name)}\n{SLINKY_GRES_CONF}"
     # Defines the switches and blocks without naming nodes: pods are dynamic nodes placed by the
     # node annotation (objects.slinky_topology_spec; render_topology_yaml says why).
     topology = render_topology_yaml(slurm_pods, dynamic_nodes=True)
@@ -439,7 +439,7 @@ def slinky_slurm_values(cluster: Cluster, k8s: KubernetesSpec) -> Values:
         values["controller"]["extraConfMap"].update(health["conf"])
         if cluster.spec.slurm.health and cluster.spec.slurm.health.prolog:
             # The chart names it prolog-<key> in slurm.conf; configless Slurm ships it to slurmd.
-            prolog = f"#!/bin/sh\n{header(cluster.source)}\nexec {SLINKY_HEALTH_PROGRAM} --prolog\n"
+            prolog = f"#!/bin/sh\n{header(cluster.name)}\nexec {SLINKY_HEALTH_PROGRAM} --prolog\n"
             values["prologScripts"] = {SLINKY_HEALTH_NAME: prolog}
     apply_mirror("slurm", values, k8s.registry_mirror)
     return values

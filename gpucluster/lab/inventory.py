@@ -1,7 +1,6 @@
 """The lab's own Ansible inventory: the source inventory's files plus podman connection vars.
 
-The directory keeps the source's basename (`lab`), so the header of every rendered file, which
-names the inventory directory, is the same as `gpucluster render inventories/lab` writes.
+The directory keeps the source's basename (`lab`): the playbooks' build directory is named after it.
 """
 
 from __future__ import annotations

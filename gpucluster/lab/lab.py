@@ -19,6 +19,7 @@ from gpucluster.lab.playbook import PlaybookRun, run_playbook
 from gpucluster.lab.shell import LabError, run
 from gpucluster.lab.state import LabState
 from gpucluster.layers import load_cluster
+from gpucluster.storage import below
 from gpucluster.tools import venv_tool
 
 Progress = Callable[[str], None]
@@ -53,10 +54,13 @@ def shared_dirs(cluster: Cluster, host: str) -> dict[str, str]:
     slurm = cluster.spec.slurm
     shared = state_dir() / "shared"
     volumes: dict[str, str] = {}
-    if slurm.state_save_location is not None and host in slurm.controller:
-        volumes[str(shared / slurm.state_save_location.strip("/").replace("/", "_"))] = (
-            slurm.state_save_location
-        )
+    state = slurm.state_save_location
+    # A state on a site-managed filesystem of cluster.storage comes with that filesystem.
+    on_storage = state is not None and any(
+        fs.site_managed and below(state, fs.mount) for fs in cluster.spec.storage
+    )
+    if state is not None and not on_storage and host in slurm.controller:
+        volumes[str(shared / state.strip("/").replace("/", "_"))] = state
     for fs in cluster.spec.storage:
         if fs.site_managed and host in cluster.storage_hosts.get(fs.name, []):
             volumes[str(shared / "storage" / fs.name)] = fs.mount
@@ -67,6 +71,8 @@ def prepare_shared_dir(source: Path, mount: str, cluster: Cluster) -> None:
     """Create a shared host directory with the mode its filesystem's root has on a real site: the
     homes' root 0755 (root's), any other (scratch) 1777 like /tmp, so every user can write there."""
     source.mkdir(parents=True, exist_ok=True)
+    if mount == cluster.spec.slurm.state_save_location:
+        return  # slurm_common makes it slurm's, 0755
     if any(fs.mount == mount and not fs.home for fs in cluster.spec.storage):
         source.chmod(0o1777)
 

@@ -66,7 +66,7 @@ def health_timeout(cluster: Cluster, health: HealthSettings) -> int:
 def render_health_conf(cluster: Cluster, health: HealthSettings, sections: list[Section]) -> str:
     return render_template(
         "slurm/healthcheck.conf.j2",
-        header=header(cluster.source),
+        header=header(cluster.name),
         health=health,
         budget=health.budget(health_timeout(cluster, health)),
         sections=sorted(sections, key=lambda s: s.name),

@@ -17,5 +17,5 @@ def render_node_ssh(cluster: Cluster) -> dict[str, str]:
     if node_ssh is None:
         return {}
     admins = ["root", *(name for name in node_ssh.admins if name != "root")]
-    text = header(cluster.source) + "\n" + yamlout.dump({"admins": admins}, width=4096)
+    text = header(cluster.name) + "\n" + yamlout.dump({"admins": admins}, width=4096)
     return {NODE_SSH_FILE: text}

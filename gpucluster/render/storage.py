@@ -57,7 +57,7 @@ def export_clients(cluster: Cluster, fs: SharedFilesystem) -> list[str]:
 def render_exports(cluster: Cluster, server: str, served: list[SharedFilesystem]) -> str:
     """/etc/exports.d/gpucluster.exports of one server: one export per filesystem, one client per
     line (exports(5) continues a line ending in a backslash)."""
-    lines = [header(cluster.source)]
+    lines = [header(cluster.name)]
     for fs in served:
         assert fs.nfs_server is not None
         clients = export_clients(cluster, fs)
@@ -86,7 +86,7 @@ def render_storage(cluster: Cluster) -> dict[str, str]:
             for server, served in sorted(by_server.items())
         ],
     }
-    files = {STORAGE_FILE: header(cluster.source) + "\n" + yamlout.dump(data, width=4096)}
+    files = {STORAGE_FILE: header(cluster.name) + "\n" + yamlout.dump(data, width=4096)}
     for server, served in by_server.items():
         files[f"{EXPORTS_DIR}/{server}.exports"] = render_exports(cluster, server, served)
     return files

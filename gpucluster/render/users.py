@@ -62,5 +62,5 @@ def render_users(cluster: Cluster) -> dict[str, str]:
     """Nothing when the inventory declares no accounts (a directory service provides them)."""
     if not cluster.spec.users and not cluster.spec.groups:
         return {}
-    text = header(cluster.source) + "\n" + yamlout.dump(desired_accounts(cluster), width=4096)
+    text = header(cluster.name) + "\n" + yamlout.dump(desired_accounts(cluster), width=4096)
     return {USERS_FILE: text}

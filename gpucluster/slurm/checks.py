@@ -47,6 +47,51 @@ def check_slurm(ctx: CheckContext) -> None:
     check_options(ctx)
 
 
+def check_state_save(ctx: CheckContext) -> None:
+    """With a backup controller, StateSaveLocation on one filesystem of cluster.storage that every
+    controller mounts: a backup that reads other state (its own disk, or a filesystem it does not
+    mount) takes over without the jobs, and the primary's return overwrites what it did. Runs after
+    the storage checks (Cluster.storage_hosts)."""
+    from gpucluster.storage import filesystem_of
+
+    slurm = ctx.spec.slurm
+    path = slurm.state_save_location
+    if len(slurm.controller) < 2 or path is None or len(set(slurm.controller)) != len(slurm.controller):
+        return
+    parts: list[str | int] = ["slurm", "state_save_location"]
+    controllers = ", ".join(slurm.controller)
+    fs = filesystem_of(path, ctx.spec.storage)
+    if fs is None:
+        ctx.fail(
+            parts,
+            f"{path} is on no filesystem of cluster.storage, but {len(slurm.controller)} controllers "
+            f"({controllers}) must all read and write it: declare the shared filesystem that holds it "
+            f"in cluster.storage with the controllers among its hosts (e.g. {{name: slurm-state, mount: "
+            f"{_parent_mount(path)}, source: filer:/export/slurm, type: nfs4, hosts: [{controllers}]}}, "
+            "or `site_managed: true` where the site mounts it)",
+        )
+        return
+    index = ctx.spec.storage.index(fs)
+    mounted = set(ctx.cluster.storage_hosts.get(fs.name, []))
+    missing = [host for host in slurm.controller if host not in mounted]
+    if missing:
+        which = (
+            f"controller `{missing[0]}` does" if len(missing) == 1 else f"controllers {', '.join(missing)} do"
+        )
+        ctx.fail(
+            parts,
+            f"{path} is on `{fs.name}` (cluster.storage[{index}]), which {which} not mount: every "
+            f"controller reads and writes the state there; add {'it' if len(missing) == 1 else 'them'} to "
+            f"that filesystem's `hosts`",
+        )
+
+
+def _parent_mount(path: str) -> str:
+    """A mount point to suggest for a state path: its first directory (`/shared/slurm` -> `/shared`)."""
+    first = path.strip("/").split("/")[0]
+    return f"/{first}"
+
+
 def check_release(ctx: CheckContext) -> None:
     """Settings the target release cannot carry out."""
     slurm = ctx.spec.slurm

@@ -421,7 +421,7 @@ def _context(cluster: Cluster) -> dict[str, object]:
     has_gpus = any(line.node_type.gpus for line in lines)
     topology = topology_kind(cluster)
     return {
-        "header": header(cluster.source),
+        "header": header(cluster.name),
         "cluster": cluster,
         "spec": cluster.spec,
         "slurm": slurm,
@@ -479,7 +479,7 @@ def render_topology_yaml(cluster: Cluster, dynamic_nodes: bool = False) -> str |
 
 def render_accounts(cluster: Cluster) -> str:
     """The associations the slurm_accounts role makes true (YAML, sorted)."""
-    return header(cluster.source) + "\n" + yamlout.dump(desired_associations(cluster), width=80)
+    return header(cluster.name) + "\n" + yamlout.dump(desired_associations(cluster), width=80)
 
 
 def render_slurm(cluster: Cluster) -> dict[str, str]:

@@ -122,6 +122,22 @@ packages:
     site's repository (url, suite, components, key as an absolute path) or null.
   type: dict
   returned: always
+partitions:
+  description: >-
+    Name -> each bare-metal partition of the rendered slurm.conf as C(scontrol create) takes it
+    (slurm_partitions_change creates a renamed partition's successor from it).
+  type: dict
+  returned: always
+switch_type:
+  description: SwitchType of the rendered slurm.conf; empty for none.
+  type: str
+  returned: always
+state_filesystem:
+  description: >-
+    The filesystem of cluster.storage holding StateSaveLocation, as hosts/storage.yaml renders it
+    (name, mount, site_managed, source, type, hosts...); null when the state is on none.
+  type: dict
+  returned: always
 health_program:
   description: >-
     Path on the controller of gpucluster-healthcheck as the gpucluster package carries it (the
@@ -147,6 +163,7 @@ def classify(cluster: Any) -> dict[str, Any]:
     hosts bare-metal Slurm owns run slurmd; with none, there is no bare-metal Slurm to install."""
     from gpucluster.modelbase import Owner
     from gpucluster.moves import MOVE_REASON
+    from gpucluster.procedures import releases_reading, state_filesystem_entry, switch_type
     from gpucluster.render.health import program_path
     from gpucluster.slurm.render import conf_server, configless_served
     from gpucluster.slurm.restapi import rest_api_settings
@@ -182,7 +199,12 @@ def classify(cluster: Any) -> dict[str, Any]:
             "sackd": facts.sackd and facts.packaging.sackd,
             "reconfigure_node_changes": facts.reconfigure_node_changes,
             "reconfigure_reexec": facts.reconfigure_reexec,
+            # Releases whose state this one reads (itself included): a running cluster of another
+            # release ends its jobs (slurm_ending_changes).
+            "reads": releases_reading(facts.name),
         },
+        "switch_type": switch_type(cluster),
+        "state_filesystem": state_filesystem_entry(cluster) if nodes else None,
         "packages": {
             "pin": f"{facts.name}.*",
             "minimum": str(cluster.version) if cluster.version.patch is not None else "",
@@ -230,8 +252,15 @@ def main() -> None:
         for rel, text in files.items()
         if rel.startswith("slurm/") and rel != "slurm/accounts.yaml"
     }
+    from gpucluster.procedures import partition_definitions
+
     module.exit_json(
-        changed=bool(written), written=written, files=sorted(files), contents=contents, **classify(cluster)
+        changed=bool(written),
+        written=written,
+        files=sorted(files),
+        contents=contents,
+        partitions=partition_definitions(cluster, files.get("slurm/slurm.conf", "")),
+        **classify(cluster),
     )
 
 

@@ -9,6 +9,7 @@ left running.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -92,11 +93,17 @@ def plain_gres(gres: str) -> str:
 def run_scrubbed(command: str, timeout: float) -> subprocess.CompletedProcess[str]:
     """A README command, from the repository, with only what a fresh root shell has."""
     home = tempfile.mkdtemp(prefix="gpucluster-home-")
+    # A second lab on this machine stays itself: its prefix, subnet and directory pass through.
+    own = {
+        k: v
+        for k, v in os.environ.items()
+        if k in ("GPUCLUSTER_LAB_PREFIX", "GPUCLUSTER_LAB_SUBNET", "GPUCLUSTER_LAB_DIR")
+    }
     try:
         return subprocess.run(
             ["bash", "-c", command],
             cwd=REPO,
-            env={**SCRUBBED_ENV, "HOME": home},
+            env={**SCRUBBED_ENV, **own, "HOME": home},
             capture_output=True,
             text=True,
             timeout=timeout,

@@ -230,7 +230,7 @@ def test_cloud_pool_hosts_must_not_be_owned_by_bare_metal_slurm(tmp_path: Path) 
         # Block 2 handed to bare-metal Slurm, in a partition of its own: valid for the core model,
         # but its hosts would be nodes of a GKE pool (kubelet) running slurmd too.
         cluster["nodes"][1]["owner"] = "slurm"
-        cluster["partitions"].append({"name": "metal", "nodes": ["gpu_block2"]})
+        cluster["partitions"].append({"name": "metal", "nodes": ["gpu_block2"], "default": True})
         cluster["tenants"] = []
         cluster["kubernetes"]["kueue"] = {"enabled": False}  # no Kubernetes-owned nodes left for it
         # Its Filestore home has no backing for bare-metal hosts yet (`source` comes after `pulumi
@@ -285,7 +285,7 @@ def test_owner_split_inside_one_fabric_unit(tmp_path: Path) -> None:
             {"group": "slinky", "type": "p5", "owner": "slurm-on-kubernetes"},
             {"group": "plain", "type": "p5", "owner": "kubernetes"},
         ]
-        cluster["partitions"] = [{"name": "batch", "nodes": ["slinky"]}]
+        cluster["partitions"] = [{"name": "batch", "nodes": ["slinky"], "default": True}]
         cluster["kubernetes"]["slurm"] = {"operator": "slinky"}
         cluster["slurm"]["version"] = "25.11"  # the oldest Slurm the pinned Slinky runs
 

@@ -177,7 +177,14 @@ def test_show_json_of_every_example() -> None:
 
 def test_plan_json_with_changes_and_moves(inventories: InventoryFactory) -> None:
     unchanged = output(run_cli("plan", "--json", "inventories/lab", "inventories/lab"), "plan")
-    assert unchanged == {"release": "26.05", "changes": [], "files": [], "steps": [], "overall": None}
+    assert unchanged == {
+        "release": "26.05",
+        "ends_jobs": [],
+        "changes": [],
+        "files": [],
+        "steps": [],
+        "overall": None,
+    }
     old, new = lab_pair(inventories)  # gpu04 moves from Slurm to Kubernetes
     proc = run_cli("plan", "--json", str(old), str(new))
     assert proc.returncode == 0, proc.stderr

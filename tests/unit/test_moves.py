@@ -85,15 +85,20 @@ def test_kubernetes_to_slurm_lowers_quotas_then_cordons_and_evicts(inventories: 
     check_walk(old, new, steps)
     kubernetes = [s for s in steps if s.scheduler == Owner.KUBERNETES]
     # Kubernetes keeps no GPUs: its quotas come down to nothing, and nothing raises them again.
+    # Leaving Kubernetes for bare-metal Slurm: the kubelet stopped and disabled, then the node
+    # deleted, each a step of its own (a kubelet left enabled registers the node again).
     assert [s.action for s in kubernetes] == [
         Action.LOWER_QUOTAS,
         Action.STOP_PLACING,
         Action.WAIT_EMPTY,
-        Action.RELEASE,
+        Action.STOP_DAEMON,
+        Action.DELETE,
     ]
     assert kubernetes[0].quotas["research"].quota == 0  # lowered before the node leaves
-    assert "kubectl cordon gpu04" in kubernetes[1].text
+    assert kubernetes[1].text == "kubectl cordon gpu04"
     assert "PodDisruptionBudgets" in kubernetes[2].text
+    assert kubernetes[3].text.startswith("ssh gpu04 systemctl disable --now kubelet")
+    assert kubernetes[4].text.startswith("kubectl delete node gpu04")
     assert [s.action for s in steps if s.scheduler == Owner.SLURM] == [Action.CLAIM, Action.RAISE_QUOTAS]
 
 
@@ -145,7 +150,7 @@ def test_plan_prints_the_steps_and_json(inventories: InventoryFactory) -> None:
     old_dir, new_dir = lab_pair(inventories)
     proc = run_cli("plan", str(old_dir), str(new_dir))
     assert proc.returncode == 0, proc.stderr
-    assert "hosts.gpu04.owner: slurm -> kubernetes  [move]" in proc.stdout
+    assert "hosts.gpu04.owner: slurm -> kubernetes  [move; nodes moved from slurm to kubernetes]" in proc.stdout
     assert "   2. [slurm] stop-placing (move): scontrol update nodename=gpu04 state=drain" in proc.stdout
     assert "overall: move:" in proc.stdout
     doc = json.loads(run_cli("plan", "--json", str(old_dir), str(new_dir)).stdout)

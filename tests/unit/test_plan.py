@@ -188,9 +188,12 @@ def test_a_kubernetes_node_replaced_is_a_kubernetes_change_with_its_steps(
     assert result.overall == Update.KUBERNETES
     texts = [s.text for s in result.steps]
     assert texts[0] == "kubectl cordon dgx128" and texts[1].startswith("kubectl drain dgx128")
-    assert (
-        "join dgx129 to the Kubernetes cluster first" in texts[2] and "kubectl delete node dgx128" in texts[2]
-    )
+    # The node leaves Kubernetes in steps of their own: kubelet stopped and disabled, node deleted.
+    assert [(s.action, s.text.split(" (")[0]) for s in result.steps[2:4]] == [
+        (Action.STOP_DAEMON, "ssh dgx128 systemctl disable --now kubelet"),
+        (Action.DELETE, "kubectl delete node dgx128"),
+    ]
+    assert "join dgx129 to the Kubernetes cluster first" in texts[4]
     assert all(s.update == Update.KUBERNETES for s in result.steps)
 
 
@@ -225,7 +228,9 @@ def test_json_values_are_the_models(inventories: InventoryFactory) -> None:
         "needs": "accounts",
         "files": ["slurm/accounts.yaml"],
         "hosts": [],
+        "procedure": None,
     }
+    assert doc["ends_jobs"] == []
     assert doc["overall"] == {"update": "reconfigure", "means": doc["overall"]["means"]}
 
 

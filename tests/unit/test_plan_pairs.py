@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from gpucluster.layers import load_cluster
 from gpucluster.moves import Action
-from gpucluster.plan import SEVERITY, make_plan, normalized, plan_schema
+from gpucluster.plan import SEVERITY, make_plan, plan_schema
 from gpucluster.render import render_files
 
 PAIRS = int(os.environ.get("GPUCLUSTER_PLAN_PAIRS", "300"))
@@ -66,6 +66,8 @@ FIELDS: dict[str, st.SearchStrategy[Any]] = {
     "kill_wait": st.sampled_from([None, 30, 60]),
     "home": st.booleans(),
     "users": st.sampled_from([["alice", "bob"], ["alice", "bob", "carol"]]),
+    # A backup controller (on shared state): added, removed and swapped by the variants.
+    "controllers": st.sampled_from([["ctl01"], ["ctl01", "ctl02"], ["ctl02", "ctl01"]]),
 }
 
 
@@ -83,7 +85,7 @@ def inventory(params: dict[str, Any]) -> tuple[str, str]:
     racks = hosts_of(params)
     kube = sorted(r for r in params["kubernetes_racks"] if r < len(racks))
     owner = {r: ("kubernetes" if r in kube else "slurm") for r in range(len(racks))}
-    hosts = {"all": {"children": {"ctl": {"hosts": {"ctl01": None}}}}}
+    hosts = {"all": {"children": {"ctl": {"hosts": {"ctl01": None, "ctl02": None}}}}}
     children = hosts["all"]["children"]
     for r, names in enumerate(racks):
         children[f"rack{r}"] = {"hosts": dict.fromkeys(names)}
@@ -141,11 +143,15 @@ def inventory(params: dict[str, Any]) -> tuple[str, str]:
         else:
             entry["gpu_quota"], entry["gpu_limit"] = numbers["slurm"]["quota"], numbers["slurm"]["limit"]
         tenants.append(entry)
+    controllers = params["controllers"]
     slurm: dict[str, Any] = {
         "version": params["version"],
-        "controller": "ctl01",
-        "accounting": {"host": "ctl01"},
+        "controller": controllers,
+        # ctl02 has a part when it is no controller: it runs slurmdbd.
+        "accounting": {"host": "ctl02"},
     }
+    if len(controllers) > 1:
+        slurm["state_save_location"] = "/shared/state"
     if params["health"] is not None:
         slurm["health"] = {"interval": params["health"]}
     if params["kill_wait"] is not None:
@@ -168,8 +174,15 @@ def inventory(params: dict[str, Any]) -> tuple[str, str]:
         }
     if params["capped"] is not None:
         cluster["qos"] = [{"name": "capped", "max_gpus_per_user": params["capped"]}]
-    if params["home"]:
-        cluster["storage"] = [{"name": "home", "mount": "/home", "site_managed": True, "home": True}]
+    storage = []
+    if params["home"] or len(controllers) > 1:
+        storage.append({"name": "home", "mount": "/home", "site_managed": True, "home": True})
+    if len(controllers) > 1:
+        storage.append(
+            {"name": "slurm-state", "mount": "/shared", "site_managed": True, "hosts": controllers}
+        )
+    if storage:
+        cluster["storage"] = storage
     if kube:
         cluster["kubernetes"] = {
             "version": "1.34",
@@ -208,7 +221,7 @@ def test_plan_lists_exactly_what_changes_deployed_files(
     old, new = load_cluster(write(root, "old", old_params)), load_cluster(write(root, "new", new_params))
     old_files, new_files = render_files(old), render_files(new)
     result = make_plan(old, new, old_files, new_files)
-    before, after = normalized(old_files), normalized(new_files)
+    before, after = old_files, new_files
     differing = {rel for rel in set(before) | set(after) if before.get(rel) != after.get(rel)}
 
     # Rendered files differ <=> the plan lists them; each is changed by a listed change.

@@ -31,6 +31,13 @@ HOSTS = SMALL_HOSTS.replace(
 def inventory(inventories: InventoryFactory, name: str = "inv", **slurm: Any) -> Path:
     data = copy.deepcopy(BASE)
     data["cluster"]["slurm"].update(slurm)
+    if len(slurm.get("controller", [])) > 1:
+        # Both controllers mount the filesystem of the shared state.
+        mount = "/" + slurm["state_save_location"].strip("/").split("/")[0]
+        data["cluster"]["storage"] = [
+            {"name": "home", "mount": "/home", "site_managed": True, "home": True},
+            {"name": "slurm-state", "mount": mount, "site_managed": True, "hosts": slurm["controller"]},
+        ]
     text = yaml.safe_dump(data, sort_keys=False)
     # A host of hosts.yml must have a part in cluster.yml: login01 and dbd01 only where named.
     hosts = HOSTS

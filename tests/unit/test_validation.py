@@ -111,7 +111,7 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
         "two defaults",
         lambda c: c["partitions"].append({"name": "b2", "nodes": ["rack1"], "default": True}),
         "cluster.partitions[1].default",
-        "more than one partition",
+        "2 partitions are the default (batch, b2): Slurm keeps only one",
     ),
     (
         "bad time",

@@ -68,6 +68,10 @@ CLUSTER = """\
         - {name: alice, uid: 10001}
         - {name: bob, uid: 10002}
         - {name: carol, uid: 10003}
+      # The homes and the controllers' shared state, mounted by the site.
+      storage:
+        - {name: home, mount: /home, site_managed: true, home: true}
+        - {name: slurm-state, mount: /shared, site_managed: true, hosts: [ctl1, ctl2]}
       tenants:
         - {name: research, fairshare: 60, gpu_quota: 16, gpu_limit: 24, users: [alice, carol],
            qos: [normal, capped], default_qos: normal}
