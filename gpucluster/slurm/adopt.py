@@ -16,7 +16,7 @@ from gpucluster.model import SlurmSettings
 from gpucluster.slurm.compactyaml import content_lines, dump
 from gpucluster.slurm.compare import Comparison, compare
 from gpucluster.slurm.import_nodes import NodeImport
-from gpucluster.slurm.importer import KINDS, REFUSED, GlobalImport, Placement
+from gpucluster.slurm.importer import KINDS, NATIVE, REFUSED, GlobalImport, Placement
 from gpucluster.slurm.releases import RELEASES, SlurmVersion, known_text
 from gpucluster.slurm.view import SiteFiles, View, build_view
 
@@ -127,6 +127,10 @@ def import_cluster(files: SiteFiles, version_text: str, shown: dict[Path, str] |
     if nodes.fabric:
         cluster["fabric"] = nodes.fabric
     cluster["partitions"] = nodes.partitions
+    state_storage = _state_storage(slurm)
+    if state_storage is not None:
+        cluster["storage"] = [state_storage]
+        globals_.placements.append(_state_placement(view, slurm["state_save_location"], state_storage))
     source = ", ".join(view.files)
     header = f"Imported by `gpucluster import` from {source} (target Slurm {version})."
     cluster_yml = dump(
@@ -157,6 +161,35 @@ def import_cluster(files: SiteFiles, version_text: str, shown: dict[Path, str] |
     for kind in KINDS:
         result.counts.setdefault(kind, 0)
     return result
+
+
+def _state_storage(slurm: dict[str, Any]) -> dict[str, Any] | None:
+    """With a backup controller, the filesystem that holds StateSaveLocation for every controller:
+    slurm.conf does not say where it is mounted, so the import assumes the site mounts the state
+    path's first directory on each controller (the shared_storage role checks that it is a mount
+    point there and never mounts it)."""
+    controllers = slurm.get("controller", [])
+    state = slurm.get("state_save_location")
+    if len(controllers) < 2 or not state:
+        return None
+    mount = "/" + str(state).strip("/").split("/")[0]
+    return {"name": "slurm-state", "mount": mount, "site_managed": True, "hosts": list(controllers)}
+
+
+def _state_placement(view: View, state: str, storage: dict[str, Any]) -> Placement:
+    found = view.settings.get("StateSaveLocation")
+    setting = found[-1] if found else None
+    where = str(setting.where) if setting is not None and setting.where is not None else ""
+    written = f"StateSaveLocation={state}" + ("" if setting is not None else " (left out)")
+    hosts = ", ".join(storage["hosts"])
+    return Placement(
+        where,
+        written,
+        NATIVE,
+        "cluster.storage.slurm-state",
+        f"{len(storage['hosts'])} controllers share it: assumed mounted by the site at {storage['mount']} on "
+        f"{hosts} (site_managed); correct the mount point if it is another",
+    )
 
 
 def _position(where: str, files: list[str]) -> tuple[int, int]:

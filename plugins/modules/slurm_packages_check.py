@@ -11,7 +11,7 @@ short_description: Compare the Slurm a host offers and runs with the release the
 description:
   - Reads apt's view of O(package) (every version the host's sources offer) and of every
     installed package of Slurm's source package, and compares their Slurm release (YY.MM) with
-    O(release). Runs before the role pins the packages: it asks whether the target release is
+    O(release). Runs before the role pins the packages, so it asks whether the target release is
     offered at all, whatever else the sources hold.
   - Changes nothing. Fails, naming the host, the wanted and the offered release, when the
     sources offer another release (or none), and when an installed Slurm package belongs to

@@ -25,10 +25,16 @@ def test_sources_offering_another_release_are_refused_naming_host_wanted_and_off
 
 
 def test_another_release_installed_is_an_upgrade_or_a_downgrade_never_done_here() -> None:
-    [upgrade] = check.problems("ctl01", "26.05", None, "26.05.5-1", {"slurmctld": "24.11.5-4+deb13u1"}, "forky")
-    assert upgrade.startswith("ctl01: runs Slurm 24.11 (slurmctld 24.11.5-4+deb13u1); going to 26.05 is an upgrade")
+    [upgrade] = check.problems(
+        "ctl01", "26.05", None, "26.05.5-1", {"slurmctld": "24.11.5-4+deb13u1"}, "forky"
+    )
+    assert upgrade.startswith(
+        "ctl01: runs Slurm 24.11 (slurmctld 24.11.5-4+deb13u1); going to 26.05 is an upgrade"
+    )
     assert upgrade.endswith("nothing was changed")
-    [downgrade] = check.problems("ctl01", "24.11", None, "24.11.5-4+deb13u1", {"slurmctld": "26.05.5-1"}, "trixie")
+    [downgrade] = check.problems(
+        "ctl01", "24.11", None, "24.11.5-4+deb13u1", {"slurmctld": "26.05.5-1"}, "trixie"
+    )
     assert "is a downgrade, which Slurm does not support" in downgrade
 
 

@@ -340,6 +340,11 @@ def inventory(draw: Any) -> tuple[dict[str, Any], dict[str, Any]]:
             slurm["health"]["prolog"] = False  # one Prolog before 24.05
     if draw(st.booleans()):
         slurm["extra"] = {"TreeWidth": 64, "EnforcePartLimits": "ALL", "MaxArraySize": 4001}
+    if len(controllers) == 2:
+        # Both controllers read one state: the site's shared filesystem, as the import writes it.
+        cluster["storage"] = [
+            {"name": "slurm-state", "mount": "/shared", "site_managed": True, "hosts": controllers}
+        ]
     return hosts_yml, {"cluster": cluster}
 
 

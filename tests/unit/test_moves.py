@@ -150,7 +150,9 @@ def test_plan_prints_the_steps_and_json(inventories: InventoryFactory) -> None:
     old_dir, new_dir = lab_pair(inventories)
     proc = run_cli("plan", str(old_dir), str(new_dir))
     assert proc.returncode == 0, proc.stderr
-    assert "hosts.gpu04.owner: slurm -> kubernetes  [move; nodes moved from slurm to kubernetes]" in proc.stdout
+    assert (
+        "hosts.gpu04.owner: slurm -> kubernetes  [move; nodes moved from slurm to kubernetes]" in proc.stdout
+    )
     assert "   2. [slurm] stop-placing (move): scontrol update nodename=gpu04 state=drain" in proc.stdout
     assert "overall: move:" in proc.stdout
     doc = json.loads(run_cli("plan", "--json", str(old_dir), str(new_dir)).stdout)

@@ -39,13 +39,21 @@ def test_every_daemon_is_the_release_and_its_packages_are_pinned(host):
 
 
 def test_the_node_runs_a_tenants_gpu_job_submitted_on_the_login_host(host):
-    assert host.check_output("sinfo --noheader --Node --format='%N %T %G'").split() == ["gcrel02", "idle", "gpu:h100:2"]
-    out = host.check_output("runuser -u alice -- srun --gres=gpu:h100:1 --chdir=/tmp sh -c 'hostname; echo $CUDA_VISIBLE_DEVICES'")
+    assert host.check_output("sinfo --noheader --Node --format='%N %T %G'").split() == [
+        "gcrel02",
+        "idle",
+        "gpu:h100:2",
+    ]
+    out = host.check_output(
+        "runuser -u alice -- srun --gres=gpu:h100:1 --chdir=/tmp sh -c 'hostname; echo $CUDA_VISIBLE_DEVICES'"
+    )
     assert out.split() == ["gcrel02", "0"]
 
 
 def test_accounting_holds_the_tenant(host):
-    assoc = host.check_output("sacctmgr --noheader --parsable2 show assoc format=account,user where user=alice")
+    assoc = host.check_output(
+        "sacctmgr --noheader --parsable2 show assoc format=account,user where user=alice"
+    )
     assert assoc.split() == ["team-a|alice"]
 
 
@@ -59,4 +67,7 @@ def test_slurmrestd_answers_a_token_with_the_release_api(host):
 
 def test_the_node_fetched_its_configuration(host):
     assert not NODE.file("/etc/slurm/slurm.conf").exists
-    assert NODE.file("/run/slurm/conf/slurm.conf").content_string == host.file("/etc/slurm/slurm.conf").content_string
+    assert (
+        NODE.file("/run/slurm/conf/slurm.conf").content_string
+        == host.file("/etc/slurm/slurm.conf").content_string
+    )
