@@ -507,6 +507,15 @@ def skip_plugin_discovery() -> None:
     sys.modules["pydantic.plugin._loader"] = loader
 
 
+def _reader_gone() -> int:
+    """The reader of stdout left (`gpucluster render ... | head -1`): no error message, the status a
+    shell gives a writer SIGPIPE ended, and the rest of the output to /dev/null so that the
+    interpreter's own flush at exit does not fail again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return 141
+
+
 def main(argv: Sequence[str] | None = None, *, exit_at_once: bool = False) -> None:
     # Most commands are one short process whose objects mostly live until it exits: the cyclic
     # collector would only rescan them while the modules and models are built (load_cluster
@@ -527,13 +536,18 @@ def main(argv: Sequence[str] | None = None, *, exit_at_once: bool = False) -> No
     except KeyboardInterrupt:
         err("aborted")
         code = 130
+    except BrokenPipeError:
+        code = _reader_gone()
     except Exception as exc:
         if os.environ.get("GPUCLUSTER_DEBUG"):
             raise
         err(f"error: {type(exc).__name__}: {exc} (set GPUCLUSTER_DEBUG=1 for a traceback)")
         code = 1
-    sys.stdout.flush()
-    sys.stderr.flush()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BrokenPipeError:
+        code = _reader_gone()
     if exit_at_once and args[:1] not in LONG_RUNNING:
         # Tearing the interpreter down (freeing every module, model and validator one at a time)
         # costs a short command a tenth of its time, and leaves nothing to do: files are written

@@ -240,3 +240,20 @@ def test_render_options() -> None:
     assert (args.inventory, args.out_dir, args.only) == (Path("inv"), Path("out"), ["slurm", "helm"])
     args = parser.parse_args(["render", "inv"])
     assert (args.out_dir, args.only) == (Path("build"), None)
+
+
+def test_a_reader_that_leaves_early_gets_no_error(tmp_path: Path) -> None:
+    """`gpucluster render ... | head -1`: the reader closes the pipe after one line; the program
+    says nothing on stderr and ends as a writer SIGPIPE ended (141), or 0 if it had finished."""
+    reader, writer = os.pipe()
+    proc = subprocess.Popen(
+        [str(PROGRAM), "render", "inventories/superpod", "--out", str(tmp_path / "out")],
+        stdout=writer,
+        stderr=subprocess.PIPE,
+        cwd=REPO,
+    )
+    os.close(writer)
+    os.close(reader)  # before the program writes anything: its first write fails
+    _, stderr = proc.communicate(timeout=60)
+    assert stderr.decode() == ""
+    assert proc.returncode in (0, 141)
