@@ -146,7 +146,8 @@ def test_hosts_offering_another_release_are_refused_before_any_change(lab_cluste
     assert (
         not ran(log, "TASK [users : ")
         and not ran(log, "TASK [munge : ")
-        and not ran(log, "TASK [slurm_common : Install")
+        and not ran(log, "TASK [slurm_common : Install the Slurm")
+        and not ran(log, "TASK [slurm_common : Pin the Slurm packages")
     )
     assert {
         host: lab_cluster.ok(
