@@ -165,13 +165,3 @@ def lab_cluster(lab_env: Lab) -> Iterator[Lab]:
     )
     yield lab_env
     lab_env.cancel_all()
-
-
-# The older releases' labs replace the session's lab: their tests run after every other lab test.
-LAST_MODULE = "tests/lab/test_releases.py"
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    last = [item for item in items if item.nodeid.startswith(LAST_MODULE)]
-    if last:
-        items[:] = [item for item in items if not item.nodeid.startswith(LAST_MODULE)] + last

@@ -3,13 +3,17 @@
 jobs, `gpucluster lab verify` with every row passing, a REST API call with a token, a job submitted
 from the login node, and a node moved to Kubernetes and back with jobs running.
 
-One lab at a time on this machine: these run after every other lab test (tests/lab/conftest.py
-orders them last), taking the session's 26.05 lab down first.
+They run beside the session's 26.05 lab, as a lab of their own (GPUCLUSTER_LAB_PREFIX,
+GPUCLUSTER_LAB_SUBNET and GPUCLUSTER_LAB_DIR): tests/lab_releases/test_older_releases.py runs this
+file in a pytest process of its own with those set, so that the two labs' tests share the
+machine's time instead of following each other. Run here without a prefix of its own, it would
+replace the lab in .lab: it refuses.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 from collections.abc import Iterator
@@ -27,6 +31,8 @@ from .test_rest_api import call, token
 
 pytestmark = pytest.mark.lab
 
+OWN_LAB = ("GPUCLUSTER_LAB_PREFIX", "GPUCLUSTER_LAB_SUBNET", "GPUCLUSTER_LAB_DIR")
+
 OLDER_RELEASES = ("24.11", "22.05")
 
 
@@ -38,7 +44,7 @@ class OlderLab:
 
 
 def _inventory_for(release: str, root: Path) -> Path:
-    """The lab inventory, targeting `release` (named `lab` like the original: one lab at a time)."""
+    """The lab inventory, targeting `release`."""
     inventory = root / "lab"
     shutil.copytree(DEFAULT_INVENTORY, inventory)
     cluster_file = inventory / "group_vars" / "all" / "cluster.yml"
@@ -54,14 +60,10 @@ def _down() -> None:
 
 
 @pytest.fixture(scope="module", params=OLDER_RELEASES)
-def older_lab(
-    request: pytest.FixtureRequest, lab_env: Lab, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[OlderLab]:
-    if lab_env.first_changed is None:
-        pytest.skip(
-            "a lab this test session did not bring up is running: the older releases' labs replace "
-            "it, so they run only when the session made its own (`gpucluster lab down` first)"
-        )
+def older_lab(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[OlderLab]:
+    missing = [name for name in OWN_LAB if not os.environ.get(name)]
+    if missing:
+        pytest.fail(f"the older releases' labs need a lab of their own: set {', '.join(missing)}")
     release: str = request.param
     _down()
     inventory = _inventory_for(release, tmp_path_factory.mktemp(f"release-{release}"))
