@@ -63,10 +63,15 @@ class TrialResult:
         return self.started and not self.bad_lines
 
 
+# slurmctld times 1000 gettimeofday() calls at start-up and logs an error past its threshold.
+_SLOW_CLOCK = re.compile(r"error: High latency for 1000 calls to gettimeofday\(\)")
+
+
 def _expected_noise(cluster: Cluster, line: str) -> bool:
-    """Errors the trial itself causes, not the files: missing first-start state files, and the
-    primary's start-up notice to backup controllers, which the trial does not run."""
-    if _FIRST_START.search(line):
+    """Errors the trial itself causes, not the files: missing first-start state files, the
+    primary's start-up notice to backup controllers, which the trial does not run, and slurmctld's
+    clock check on a machine busy with other work (its timing, not the configuration)."""
+    if _FIRST_START.search(line) or _SLOW_CLOCK.search(line):
         return True
     backups = cluster.spec.slurm.controller[1:]
     return any(f"_shutdown_bu_thread:send/recv {host}:" in line for host in backups)

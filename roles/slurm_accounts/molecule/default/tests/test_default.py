@@ -10,8 +10,9 @@ def assocs(host):
 
 def test_tenant_accounts_have_fairshare_limits_and_qos(host):
     rows = assocs(host)
-    assert rows[("team-a", "")] == ["70", "gres/gpu=2", "capped,normal", "normal"]
-    assert rows[("team-b", "")] == ["30", "gres/gpu=2", "normal", ""]  # no default_qos in the inventory
+    # Fairshare is the tenant's Slurm GPU quota (1 where it is 0), not the inventory's fairshare.
+    assert rows[("team-a", "")] == ["2", "gres/gpu=2", "capped,normal", "normal"]
+    assert rows[("team-b", "")] == ["1", "gres/gpu=2", "normal", ""]  # no default_qos in the inventory
 
 
 def test_users_belong_to_their_tenant(host):
@@ -28,4 +29,4 @@ def test_qos_carries_the_gpu_limit(host):
 def test_sshare_shows_the_tenant_shares(host):
     out = host.check_output("sshare --noheader --parsable2 --format=Account,User,RawShares")
     shares = {a.strip(): raw for a, u, raw in (line.split("|") for line in out.splitlines()) if not u}
-    assert shares["team-a"] == "70" and shares["team-b"] == "30"
+    assert shares["team-a"] == "2" and shares["team-b"] == "1"

@@ -42,7 +42,7 @@ def test_the_node_runs_a_tenants_gpu_job_submitted_on_the_login_host(host):
     assert host.check_output("sinfo --noheader --Node --format='%N %T %G'").split() == [
         "gcrel02",
         "idle",
-        "gpu:h100:2",
+        "gpu:h100:2(S:0)",  # gres.conf binds the GPUs to the node's one socket (Cores=)
     ]
     out = host.check_output(
         "runuser -u alice -- srun --gres=gpu:h100:1 --chdir=/tmp sh -c 'hostname; echo $CUDA_VISIBLE_DEVICES'"

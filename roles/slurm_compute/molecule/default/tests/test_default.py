@@ -3,7 +3,8 @@
 
 def test_node_is_idle_with_its_gpus(host):
     out = host.check_output("sinfo --noheader --Node --format='%N %T %G'")
-    assert out.split() == ["gcmol01", "idle", "gpu:h100:2"]
+    # (S:0): gres.conf binds the GPUs to the node's one socket (Cores=).
+    assert out.split() == ["gcmol01", "idle", "gpu:h100:2(S:0)"]
 
 
 def test_gpu_job_sees_its_devices(host):
