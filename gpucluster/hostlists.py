@@ -21,7 +21,8 @@ def slurm_parsable(token: str) -> bool:
     return "[" not in token or token.endswith("]")
 
 
-def _split_top_level(expression: str) -> list[str]:
+def split_top_level(expression: str) -> list[str]:
+    """A comma list split at its top-level commas (those inside brackets belong to a hostlist)."""
     tokens, depth, start = [], 0, 0
     for index, char in enumerate(expression):
         if char == "[":
@@ -47,7 +48,7 @@ def _fold_trailing(names: list[str]) -> list[str]:
             literal.append(name)
     tokens = list(literal)
     for members in groups.values():
-        tokens.extend(_split_top_level(str(hostlist.collect_hostlist(members))))
+        tokens.extend(split_top_level(str(hostlist.collect_hostlist(members))))
     return tokens
 
 
@@ -89,7 +90,7 @@ def compress(hosts: Iterable[str]) -> str:
     if uniform is not None:
         return uniform
     tokens: list[str] = []
-    for token in _split_top_level(str(hostlist.collect_hostlist(names))):
+    for token in split_top_level(str(hostlist.collect_hostlist(names))):
         if slurm_parsable(token):
             tokens.append(token)
         else:

@@ -17,7 +17,7 @@ from typing import Any
 
 from hostlist import numeric_sort_key
 
-from gpucluster.hostlists import compress, expand
+from gpucluster.hostlists import compress, expand, split_top_level
 from gpucluster.modelbase import NAME_RE, SLURM_TIME_RE
 from gpucluster.slurm.conf_keys import NODE_KEYS
 from gpucluster.slurm.gpus import core_range, parse_cores
@@ -817,16 +817,7 @@ def ansible_patterns(hosts: list[str]) -> list[str]:
 
 
 def _tokens(text: str) -> list[str]:
-    out, depth, start = [], 0, 0
-    for index, char in enumerate(text):
-        if char == "[":
-            depth += 1
-        elif char == "]":
-            depth -= 1
-        elif char == "," and depth == 0:
-            out.append(text[start:index])
-            start = index + 1
-    out.append(text[start:])
+    out = split_top_level(text)
     # A token of several bracket groups (r[1-2]n[1-3]) is listed host by host.
     result: list[str] = []
     for token in out:

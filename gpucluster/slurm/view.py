@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gpucluster.errors import InventoryError, Problem
-from gpucluster.hostlists import expand
+from gpucluster.hostlists import expand, split_top_level
 from gpucluster.slurm.conf_keys import CGROUP_KEYS, KEYS, NODE_KEYS, PARTITION_KEYS
 from gpucluster.slurm.defaults import PLUGIN_TYPES
 from gpucluster.slurm.oldkeys import Translation, translate, translate_node, translate_partition
@@ -573,17 +573,7 @@ def unknown_key(key: str, known: dict[str, list[str]]) -> str:
 
 def split_list(text: str) -> list[str]:
     """A comma list, commas inside brackets (hostlists) kept."""
-    items, depth, start = [], 0, 0
-    for index, char in enumerate(text):
-        if char == "[":
-            depth += 1
-        elif char == "]":
-            depth -= 1
-        elif char == "," and depth == 0:
-            items.append(text[start:index])
-            start = index + 1
-    items.append(text[start:])
-    return [item.strip() for item in items if item.strip()]
+    return [item.strip() for item in split_top_level(text) if item.strip()]
 
 
 def canonical_value(key: str, value: str, release: Release) -> str:
