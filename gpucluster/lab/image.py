@@ -42,9 +42,12 @@ ROLE_SERVICES = (
     "nfs-server",
     "rpcbind",
     "sackd",
+    "prometheus",
+    "prometheus-alertmanager",
+    "prometheus-node-exporter",
 )
 # Bump when the build steps below change (the package list is hashed on its own).
-RECIPE_VERSION = "7"
+RECIPE_VERSION = "8"
 
 Progress = Callable[[str], None]
 
