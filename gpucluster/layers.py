@@ -21,7 +21,7 @@ from pydantic import BaseModel, ValidationError, create_model
 from gpucluster.cluster import Cluster, core_warnings, parse_spec, pydantic_problems, resolve
 from gpucluster.errors import InventoryError, Problem
 from gpucluster.inventory import load_inventory
-from gpucluster.model import CLOUD_SECTION, KUBERNETES_SECTION, ClusterFile, ClusterSpec
+from gpucluster.model import CLOUD_SECTION, KUBERNETES_SECTION, MONITORING_SECTION, ClusterFile, ClusterSpec
 from gpucluster.modelbase import Update, spec
 
 Renderer = Callable[[Cluster], dict[str, str]]
@@ -63,6 +63,16 @@ LAYERS = (
         Update.REBUILD,
         "gpucluster.cloud.model:CloudSpec",
         "gpucluster.cloud.guardrails:check_cloud",
+    ),
+    Layer(
+        "monitoring",
+        MONITORING_SECTION,
+        Update.SERVICE,
+        "gpucluster.monitoring.model:MonitoringSpec",
+        "gpucluster.monitoring.checks:check_monitoring",
+        {"monitoring": "gpucluster.monitoring.render:render_monitoring"},
+        summary="gpucluster.monitoring.summary:summary",
+        summary_table="gpucluster.monitoring.summary:summary_table",
     ),
 )
 

@@ -19,6 +19,10 @@ from gpucluster.storage import SharedFilesystem, absolute_path
 __all__ = ["NAME_RE", "SLURM_TIME_RE", "Owner", "Strict", "Update", "spec"]
 
 KUBERNETES_SECTION = "Kubernetes layer (GPU Operator, DRA, Kueue, KAI, Slurm on Kubernetes); omit for none."
+MONITORING_SECTION = (
+    "Monitoring layer: Prometheus and Alertmanager on one host, node-exporter on every host, Slurm's "
+    "metrics, DCGM and Grafana dashboards; omit for none."
+)
 CLOUD_SECTION = (
     "Cloud (AWS, GCP, Azure, Nebius) where the Pulumi stacks create managed Kubernetes and GPU pools; "
     "omit for on-premises clusters."
@@ -1358,6 +1362,7 @@ class ClusterSpec(Strict):
     # validates each present section with its layer's own model and puts the result here.
     kubernetes: Any = spec(KUBERNETES_SECTION, Update.KUBERNETES, default=None)
     cloud: Any = spec(CLOUD_SECTION, Update.REBUILD, default=None)
+    monitoring: Any = spec(MONITORING_SECTION, Update.SERVICE, default=None)
 
 
 class ClusterFile(Strict):

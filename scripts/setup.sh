@@ -54,4 +54,19 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$wanted" ] || [ ! -x .venv/bin/gpucluster
     .venv/bin/python -m pip install -e ".[dev,cloud]"
   echo "$wanted" > "$stamp"
 fi
+# promtool for the tests (monitoring configs and rule unit tests): taken from the suite's
+# `prometheus` package (the version the suite serves) into .venv/bin, never installed as a service.
+fetch_promtool() {
+  local dir
+  dir=$(mktemp -d)
+  (cd "$dir" && apt-get download prometheus)
+  dpkg-deb -x "$dir"/prometheus_*.deb "$dir/root"
+  install -m 0755 "$dir/root/usr/bin/promtool" .venv/bin/promtool
+  rm -rf "$dir"
+}
+wanted_promtool=$(apt-cache policy prometheus | sed -n 's/^  Candidate: //p')
+if [ ! -x .venv/bin/promtool ] || [ "$(cat .venv/.promtool-version 2>/dev/null)" != "$wanted_promtool" ]; then
+  step "fetching promtool $wanted_promtool (Debian's prometheus package) into .venv/bin" fetch_promtool
+  echo "$wanted_promtool" > .venv/.promtool-version
+fi
 echo "setup.sh: ready (.venv/bin/gpucluster)"

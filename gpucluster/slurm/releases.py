@@ -177,6 +177,9 @@ class Release:
     slurmctld_http: bool
     # configless slurmctld also serves Prolog/Epilog scripts named without a path.
     configless_serves_prolog: bool
+    # MetricsType=metrics/openmetrics (25.11+): slurmctld serves /metrics/{jobs,nodes,partitions,
+    # scheduler,jobs-users-accts} on its port (PrivateData must be unset); before, an exporter.
+    openmetrics: bool = False
     # First version whose configless slurmctld serves topology.yaml (None: never).
     configless_topology_yaml_since: SlurmVersion | None = None
     # Prolog= and Epilog= may be given on several lines, each a program (24.05+; before, one
@@ -383,6 +386,7 @@ RELEASES: dict[str, Release] = {
             autodetect_nvidia=True,
             slurmctld_http=True,
             configless_serves_prolog=True,
+            openmetrics=True,
             configless_topology_yaml_since=SlurmVersion(25, 11),
             several_prologs=True,
             prolog_flags=_PROLOG_FLAGS_24_05,
@@ -409,6 +413,7 @@ RELEASES: dict[str, Release] = {
             autodetect_nvidia=True,
             slurmctld_http=True,
             configless_serves_prolog=True,
+            openmetrics=True,
             configless_topology_yaml_since=SlurmVersion(26, 5),
             several_prologs=True,
             prolog_flags=_PROLOG_FLAGS_24_05,

@@ -394,6 +394,16 @@ def _timeouts_section(cluster: Cluster) -> list[Line]:
     return [("#", "Timers (cluster.slurm.timeouts)"), *lines] if lines else []
 
 
+def _metrics_section(cluster: Cluster) -> list[Line]:
+    # The monitoring layer's section is opaque here: its presence is all slurm.conf needs.
+    if getattr(cluster.spec, "monitoring", None) is None or not cluster.release.openmetrics:
+        return []
+    return [
+        ("#", "Metrics (cluster.monitoring): slurmctld serves OpenMetrics on its port, /metrics/<kind>"),
+        ("MetricsType", "metrics/openmetrics"),
+    ]
+
+
 def _extra_section(cluster: Cluster) -> list[Line]:
     extra = cluster.spec.slurm.extra
     if not extra:
@@ -410,6 +420,7 @@ def conf_sections(cluster: Cluster, has_gpus: bool, topology: str | None) -> lis
         _rest_api_section(cluster),
         _power_save_section(cluster),
         _timeouts_section(cluster),
+        _metrics_section(cluster),
         _extra_section(cluster),
     ]
     return [section for section in sections if section]

@@ -1,0 +1,76 @@
+"""The `monitoring:` section of the cluster file: where Prometheus and Alertmanager run, how often
+they scrape and evaluate, and where Grafana's packages come from.
+(No `from __future__ import annotations`: see gpucluster/model.py.)"""
+
+from typing import TYPE_CHECKING, Annotated
+
+from pydantic import Field
+
+from gpucluster.modelbase import Strict, Update, spec
+
+if TYPE_CHECKING:
+    from gpucluster.cluster import Cluster
+
+DURATION_RE = r"^[1-9][0-9]*(s|m|h|d)$"
+Duration = Annotated[str, Field(pattern=DURATION_RE)]
+Port = Annotated[int, Field(ge=1, le=65535)]
+
+
+class PackageSource(Strict):
+    url: str = spec("APT repository URL.", Update.SERVICE)
+    suite: str = spec("Its suite (e.g. stable).", Update.SERVICE)
+    components: list[str] = spec("Its components.", Update.SERVICE, default_factory=lambda: ["main"])
+    key: str = spec("Signing key file, relative to the inventory directory.", Update.SERVICE)
+
+
+class Grafana(Strict):
+    repository: PackageSource = spec(
+        "Where the `grafana` package comes from (Grafana is not in Debian): the monitoring host "
+        "installs it from here and provisions the dashboards.",
+        Update.SERVICE,
+    )
+    port: Port = spec("Grafana's HTTP port.", Update.SERVICE, default=3000)
+
+
+class MonitoringSpec(Strict):
+    host: str = spec(
+        "Inventory host running Prometheus and Alertmanager (an existing host: a controller, a login node).",
+        Update.SERVICE,
+    )
+    scrape_interval: Duration = spec("How often every target is scraped.", Update.SERVICE, default="30s")
+    evaluation_interval: Duration = spec(
+        "How often the alert rules are evaluated.", Update.SERVICE, default="30s"
+    )
+    alert_after: Duration = spec(
+        "How long a condition must hold before its alert fires (the rules' `for`).",
+        Update.SERVICE,
+        default="5m",
+    )
+    retention: Duration = spec("How long Prometheus keeps samples.", Update.SERVICE, default="15d")
+    prometheus_port: Port = spec("Prometheus' HTTP port.", Update.SERVICE, default=9090)
+    alertmanager_port: Port = spec("Alertmanager's HTTP port.", Update.SERVICE, default=9093)
+    node_exporter_port: Port = spec("node-exporter's port on every host.", Update.SERVICE, default=9100)
+    dcgm_exporter_port: Port = spec("NVIDIA dcgm-exporter's port on GPU nodes.", Update.SERVICE, default=9400)
+    slurm_exporter_port: Port = spec(
+        "Port of the Slurm exporter on the primary controller, for releases whose slurmctld serves no "
+        "metrics (before 25.11).",
+        Update.SERVICE,
+        default=9341,
+    )
+    webhook: str | None = spec(
+        "URL Alertmanager posts alerts to (a chat bridge, a pager); none: alerts stay in Alertmanager's "
+        "API and UI.",
+        Update.SERVICE,
+        default=None,
+    )
+    grafana: Grafana | None = spec(
+        "Grafana on the monitoring host, from a site package source; none: the dashboards are rendered "
+        "for a Grafana elsewhere to provision.",
+        Update.SERVICE,
+        default=None,
+    )
+
+
+def monitoring_of(cluster: "Cluster") -> MonitoringSpec | None:
+    section = getattr(cluster.spec, "monitoring", None)
+    return section if isinstance(section, MonitoringSpec) else None

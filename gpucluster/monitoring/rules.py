@@ -1,0 +1,272 @@
+"""The alert rules (each with its runbook line) and their promtool unit tests, from the model.
+
+Metric sources: slurmctld's OpenMetrics (slurm_partition_*, 25.11+), the Slurm exporter on older
+releases (slurm_partition_* are not its names: its rules are the exporter's, below), node-exporter's
+`up`, DCGM's DCGM_FI_DEV_*, and gpucluster's Slurm state collector (gpucluster_slurm_*, a textfile
+node-exporter serves from each controller: per-node state and reason, controllers, slurmdbd,
+slurmrestd)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from gpucluster.cluster import Cluster
+from gpucluster.monitoring.model import MonitoringSpec
+
+HEALTH_PREFIX = "[health]"  # the health check's drain reasons start with it (slurm_health)
+
+
+@dataclass(frozen=True)
+class Rule:
+    alert: str
+    expr: str
+    summary: str
+    runbook: str
+    severity: str = "warning"
+    wait: bool = True  # `for: alert_after`; False: fires at the first evaluation
+    # promtool test: input series (name{labels} -> values) and the labels of the alert expected.
+    series: tuple[tuple[str, str], ...] = ()
+    expect: dict[str, str] | None = None
+    value: str = "1"  # the expression's value in the test, for the summary expected
+
+
+def alert_rules(cluster: Cluster, monitoring: MonitoringSpec) -> list[Rule]:
+    slurm_source = 'job=~"slurmctld_scheduler|slurm_exporter"'
+    rules = [
+        Rule(
+            "SlurmNodeDrained",
+            'max by (slurm_node, state, reason) (gpucluster_slurm_node_state{state=~".*drain.*"}) > 0',
+            "{{ $labels.slurm_node }} is {{ $labels.state }}: {{ $labels.reason }}",
+            "sinfo -R names who drained it and why; fix the cause, then `scontrol update "
+            "nodename=NODE state=resume`.",
+            series=(
+                (
+                    'gpucluster_slurm_node_state{slurm_node="gpu01",state="idle+drain",reason="maintenance"}',
+                    "1x10",
+                ),
+            ),
+            expect={"slurm_node": "gpu01", "state": "idle+drain", "reason": "maintenance"},
+        ),
+        Rule(
+            "SlurmNodeDown",
+            'max by (slurm_node, state, reason) (gpucluster_slurm_node_state{state=~".*(down|fail|not_responding).*"}) > 0',
+            "{{ $labels.slurm_node }} is {{ $labels.state }}: {{ $labels.reason }}",
+            "Is slurmd running on the node (systemctl status slurmd) and can it reach slurmctld? "
+            "After a reboot Slurm keeps it down until `scontrol update state=resume`.",
+            severity="critical",
+            series=(
+                (
+                    'gpucluster_slurm_node_state{slurm_node="gpu02",state="down",reason="Not responding"}',
+                    "1x10",
+                ),
+            ),
+            expect={"slurm_node": "gpu02", "state": "down", "reason": "Not responding"},
+        ),
+        Rule(
+            "HealthCheckDrainedNode",
+            f'max by (slurm_node, reason) (gpucluster_slurm_node_state{{state=~".*drain.*", reason=~"{_re(HEALTH_PREFIX)}.*"}}) > 0',
+            "The health check drained {{ $labels.slurm_node }}: {{ $labels.reason }}",
+            "The node failed a hardware check (GPU count, devices, fabric): replace or repair it; "
+            "the health check resumes it by itself once every check passes.",
+            wait=False,
+            series=(
+                (
+                    'gpucluster_slurm_node_state{slurm_node="gpu03",state="idle+drain",reason="[health] gpu count: 7 of 8"}',
+                    "1x10",
+                ),
+            ),
+            expect={"slurm_node": "gpu03", "reason": "[health] gpu count: 7 of 8"},
+        ),
+        Rule(
+            "GpusIdleWhileJobsPend",
+            "(max by (partition) (slurm_partition_gpus) - max by (partition) (slurm_partition_jobs_gpus_alloc)) > 0 "
+            "and max by (partition) (slurm_partition_jobs_pending) > 0",
+            "{{ $value }} GPUs of partition {{ $labels.partition }} are idle while its jobs pend",
+            "squeue -p PARTITION -t PD -o '%i %u %r' gives why they wait (limits, QOS, drained or "
+            "reserved nodes, a job asking for more than the partition holds).",
+            series=(
+                ('slurm_partition_gpus{partition="gpu"}', "32x10"),
+                ('slurm_partition_jobs_gpus_alloc{partition="gpu"}', "8x10"),
+                ('slurm_partition_jobs_pending{partition="gpu"}', "3x10"),
+            ),
+            expect={"partition": "gpu"},
+            value="24",
+        ),
+        Rule(
+            "GpuXidError",
+            "max by (Hostname, gpu, host) (DCGM_FI_DEV_XID_ERRORS) > 0",
+            "GPU {{ $labels.gpu }} of {{ $labels.host }} reported XID {{ $value }}",
+            "Look the XID up in NVIDIA's XID catalogue; 48/63/64/74/79/94/95 mean drain the node and "
+            "reset or replace the GPU.",
+            severity="critical",
+            wait=False,
+            series=(('DCGM_FI_DEV_XID_ERRORS{Hostname="gpu01",gpu="3",host="gpu01"}', "79x10"),),
+            expect={"Hostname": "gpu01", "gpu": "3", "host": "gpu01"},
+            value="79",
+        ),
+        Rule(
+            "GpuEccError",
+            "max by (Hostname, gpu, host) (increase(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL[10m])) > 0",
+            "GPU {{ $labels.gpu }} of {{ $labels.host }} had double-bit ECC errors",
+            "Double-bit errors kill the job using the GPU: drain the node, check retired/remapped rows "
+            "(nvidia-smi -q -d ROW_REMAPPER) and reset or replace the GPU.",
+            severity="critical",
+            wait=False,
+            series=(
+                (
+                    'DCGM_FI_DEV_ECC_DBE_VOL_TOTAL{Hostname="gpu02",gpu="0",host="gpu02"}',
+                    "0 0 1 2 2 2 2 2 2 2",
+                ),
+            ),
+            expect={"Hostname": "gpu02", "gpu": "0", "host": "gpu02"},
+        ),
+        Rule(
+            "SlurmControllerFailover",
+            'max by (slurm_controller) (gpucluster_slurm_controller_in_control{role!="primary"}) > 0',
+            "Backup controller {{ $labels.slurm_controller }} is in control",
+            "The primary slurmctld stopped answering: restart it and run `scontrol takeover` from "
+            "it once it answers; check StateSaveLocation's filesystem.",
+            severity="critical",
+            wait=False,
+            series=(
+                ('gpucluster_slurm_controller_in_control{slurm_controller="ctl02",role="backup1"}', "1x10"),
+            ),
+            expect={"slurm_controller": "ctl02"},
+        ),
+        Rule(
+            "SlurmctldUnreachable",
+            f"max({_up(slurm_source)}) < 1",
+            "No slurmctld answers its metrics endpoint",
+            "Every controller's slurmctld is down or unreachable: systemctl status slurmctld and its "
+            "log on each controller; nothing is scheduled meanwhile.",
+            severity="critical",
+            series=(
+                (
+                    f'up{{job="{"slurmctld_scheduler" if cluster.release.openmetrics else "slurm_exporter"}",host="ctl01"}}',
+                    "0x10",
+                ),
+            ),
+            expect={},
+            value="0",
+        ),
+        Rule(
+            "SlurmdbdUnreachable",
+            "max by (host) (gpucluster_slurmdbd_up) < 1",
+            "slurmctld's host {{ $labels.host }} cannot reach slurmdbd",
+            "systemctl status slurmdbd mariadb on the accounting host; slurmctld queues accounting "
+            "records meanwhile (MaxDBDMsgs) and drops them when that fills up.",
+            severity="critical",
+            series=(('gpucluster_slurmdbd_up{host="ctl01"}', "0x10"),),
+            expect={"host": "ctl01"},
+            value="0",
+        ),
+        Rule(
+            "SlurmrestdUnreachable",
+            "max by (host) (gpucluster_slurmrestd_up) < 1",
+            "slurmrestd does not answer (seen from {{ $labels.host }})",
+            "systemctl status slurmrestd on the REST API host; clients and Slurm on Kubernetes "
+            "operators lose the API meanwhile.",
+            series=(('gpucluster_slurmrestd_up{host="ctl01"}', "0x10"),),
+            expect={"host": "ctl01"},
+            value="0",
+        ),
+        Rule(
+            "NodeOwnerDisagrees",
+            'max by (slurm_node) (gpucluster_slurm_node_state{state!~".*(drain|down).*"} * on (slurm_node) '
+            'group_left () max by (slurm_node) (label_replace(up{job="node", owner="kubernetes"}, "slurm_node", '
+            '"$1", "host", "(.*)") >= 0)) > 0',
+            "Slurm schedules on {{ $labels.slurm_node }}, which the inventory gives to Kubernetes",
+            "gpucluster plan INVENTORY shows the move; apply it (the playbook drains the node in Slurm "
+            "before Kubernetes takes it).",
+            series=(
+                ('gpucluster_slurm_node_state{slurm_node="gpu04",state="idle",reason=""}', "1x10"),
+                ('up{job="node",host="gpu04",owner="kubernetes"}', "1x10"),
+            ),
+            expect={"slurm_node": "gpu04"},
+        ),
+        Rule(
+            "NodeExporterMissing",
+            'up{job="node"} < 1',
+            "node-exporter of {{ $labels.host }} does not answer",
+            "systemctl status prometheus-node-exporter on the host; if the host is down, its Slurm "
+            "alerts say so too.",
+            series=(('up{job="node",host="gpu01",instance="gpu01:9100"}', "0x10"),),
+            expect={"job": "node", "host": "gpu01", "instance": "gpu01:9100"},
+            value="0",
+        ),
+    ]
+    return rules
+
+
+def _re(text: str) -> str:
+    """A literal inside a PromQL regex in a double-quoted string."""
+    return "".join("\\\\" + c if c in "[]().*+?" else c for c in text)
+
+
+def _up(selector: str) -> str:
+    return f"up{{{selector}}}"
+
+
+def rules_document(cluster: Cluster, monitoring: MonitoringSpec) -> dict[str, Any]:
+    rules = []
+    for rule in alert_rules(cluster, monitoring):
+        entry: dict[str, Any] = {"alert": rule.alert, "expr": rule.expr}
+        if rule.wait:
+            entry["for"] = monitoring.alert_after
+        entry["labels"] = {"severity": rule.severity, "cluster": cluster.name}
+        entry["annotations"] = {"summary": rule.summary, "runbook": rule.runbook}
+        rules.append(entry)
+    return {"groups": [{"name": "gpucluster", "interval": monitoring.evaluation_interval, "rules": rules}]}
+
+
+def rule_tests_document(cluster: Cluster, monitoring: MonitoringSpec, rule_file: str) -> dict[str, Any]:
+    """One promtool test per rule: its series, and the alert expected after `for` has passed
+    (and none at the first evaluation of a rule that waits)."""
+    step = monitoring.evaluation_interval
+    after = _seconds(monitoring.alert_after) + 2 * _seconds(step)
+    tests = []
+    for rule in alert_rules(cluster, monitoring):
+        series = [{"series": name, "values": values} for name, values in rule.series]
+        expected_labels = {**(rule.expect or {}), "severity": rule.severity, "cluster": cluster.name}
+        cases: list[dict[str, Any]] = []
+        if rule.wait and _seconds(monitoring.alert_after) >= _seconds(step):
+            cases.append({"eval_time": "0s", "alertname": rule.alert, "exp_alerts": []})
+        cases.append(
+            {
+                "eval_time": f"{after}s",
+                "alertname": rule.alert,
+                "exp_alerts": [
+                    {
+                        "exp_labels": expected_labels,
+                        "exp_annotations": {"summary": _expand(rule.summary, rule), "runbook": rule.runbook},
+                    }
+                ],
+            }
+        )
+        # Enough samples to reach eval_time: stretch each series' last value.
+        series = [{"series": s["series"], "values": _stretch(s["values"], after, step)} for s in series]
+        tests.append({"name": rule.alert, "interval": step, "input_series": series, "alert_rule_test": cases})
+    return {"rule_files": [rule_file], "evaluation_interval": step, "tests": tests}
+
+
+def _expand(template: str, rule: Rule) -> str:
+    """The summary as Prometheus expands it for the test's alert."""
+    text = template.replace("{{ $value }}", rule.value)
+    return re.sub(r"\{\{ \$labels\.(\w+) \}\}", lambda m: (rule.expect or {}).get(m.group(1), ""), text)
+
+
+def _stretch(values: str, until: int, step: str) -> str:
+    needed = until // _seconds(step) + 2
+    parts = values.split()
+    count = sum(int(p.split("x")[1]) + 1 if "x" in p else 1 for p in parts)
+    if count >= needed:
+        return values
+    last = parts[-1].split("x")[0]
+    return f"{values} {last}x{needed - count}"
+
+
+def _seconds(duration: str) -> int:
+    unit = {"s": 1, "m": 60, "h": 3600, "d": 86400}[duration[-1]]
+    return int(duration[:-1]) * unit

@@ -1,0 +1,44 @@
+"""The monitoring entry of `gpucluster show`: where Prometheus, Alertmanager and the dashboards are."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpucluster.cluster import Cluster
+from gpucluster.console import table
+from gpucluster.monitoring.dashboards import dashboards
+from gpucluster.monitoring.model import monitoring_of
+from gpucluster.monitoring.targets import scrape_jobs
+
+
+def summary(cluster: Cluster) -> dict[str, Any]:
+    monitoring = monitoring_of(cluster)
+    assert monitoring is not None
+    grafana = (
+        f"http://{monitoring.host}:{monitoring.grafana.port}"
+        if monitoring.grafana
+        else "not installed (not in Debian; give cluster.monitoring.grafana.repository)"
+    )
+    return {
+        "prometheus": f"http://{monitoring.host}:{monitoring.prometheus_port}",
+        "alertmanager": f"http://{monitoring.host}:{monitoring.alertmanager_port}",
+        "grafana": grafana,
+        "dashboards": sorted(b["title"] for b in dashboards(cluster, monitoring).values()),
+        "targets": {job.name: len(job.targets) for job in scrape_jobs(cluster, monitoring)},
+        "slurm_metrics": "slurmctld (metrics/openmetrics)"
+        if cluster.release.openmetrics
+        else "Slurm exporter",
+    }
+
+
+def summary_table(cluster: Cluster) -> str:
+    data = summary(cluster)
+    rows = [
+        ["Prometheus", data["prometheus"]],
+        ["Alertmanager", data["alertmanager"]],
+        ["Grafana", data["grafana"]],
+        ["dashboards", "\n".join(data["dashboards"])],
+        ["Slurm metrics from", data["slurm_metrics"]],
+        ["targets", "\n".join(f"{job}: {n}" for job, n in data["targets"].items())],
+    ]
+    return table("Monitoring", ("setting", "value"), rows)

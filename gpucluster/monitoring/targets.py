@@ -1,0 +1,175 @@
+"""What Prometheus scrapes, from the model: every host's node-exporter labelled with what the
+model knows of it, Slurm's metrics (slurmctld's own endpoints, or an exporter on releases without
+them), and NVIDIA's dcgm-exporter on the GPU nodes Slurm owns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gpucluster.cluster import Cluster, sort_hosts
+from gpucluster.modelbase import Owner
+from gpucluster.monitoring.model import MonitoringSpec
+
+# slurmctld's OpenMetrics endpoints (MetricsType=metrics/openmetrics, 25.11+), one scrape job each.
+SLURMCTLD_ENDPOINTS = ("nodes", "jobs", "partitions", "scheduler", "jobs-users-accts")
+
+
+@dataclass(frozen=True)
+class Target:
+    address: str  # host:port
+    labels: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ScrapeJob:
+    name: str
+    metrics_path: str
+    targets: tuple[Target, ...]
+    what: str  # one line for the comment above it
+
+
+def slurmctld_port(cluster: Cluster) -> int:
+    """The first port of SlurmctldPort (a range serves on each; the first always listens)."""
+    port = cluster.spec.slurm.daemons.slurmctld_port
+    return int(str(port).split("-")[0])
+
+
+def controllers(cluster: Cluster) -> list[str]:
+    return list(cluster.spec.slurm.controller) if cluster.hosts_owned_by(Owner.SLURM) else []
+
+
+def every_host(cluster: Cluster, monitoring: MonitoringSpec) -> list[str]:
+    """Every host the model names: compute nodes, controllers, accounting, REST API, login and the
+    monitoring host itself."""
+    slurm = cluster.spec.slurm
+    found = set(cluster.hosts) | set(controllers(cluster)) | {monitoring.host}
+    if cluster.hosts_owned_by(Owner.SLURM):
+        found |= set(slurm.login)
+        if slurm.accounting:
+            found.add(slurm.accounting.host)
+        if slurm.rest_api:
+            found.add(slurm.rest_api.host)
+    return sort_hosts(found)
+
+
+def exclusive_tenant(cluster: Cluster, host: str) -> str | None:
+    """The tenant a node belongs to alone: every partition holding it admits that one tenant."""
+    tenants = {
+        tuple(p.tenants) for p in cluster.spec.partitions if host in cluster.partitions.get(p.name, [])
+    }
+    if len(tenants) == 1:
+        (only,) = tenants
+        if len(only) == 1:
+            return only[0]
+    return None
+
+
+def host_labels(cluster: Cluster, monitoring: MonitoringSpec, host: str) -> dict[str, str]:
+    """The model's labels of a host, empty values left out (Prometheus drops empty labels)."""
+    slurm = cluster.spec.slurm
+    roles = []
+    if host in controllers(cluster):
+        roles.append("controller")
+    if slurm.accounting and host == slurm.accounting.host:
+        roles.append("accounting")
+    if slurm.rest_api and host == slurm.rest_api.host:
+        roles.append("restapi")
+    if host in slurm.login:
+        roles.append("login")
+    if host in cluster.node_type_of:
+        roles.append("compute")
+    if host == monitoring.host:
+        roles.append("monitoring")
+    labels = {"node": host, "cluster": cluster.name, "role": ",".join(roles)}
+    if host in cluster.node_type_of:
+        partitions = [p.name for p in cluster.spec.partitions if host in cluster.partitions.get(p.name, [])]
+        path = cluster.switch_path.get(host, ())
+        labels.update(
+            {
+                "node_type": cluster.node_type_of[host],
+                "gpus": str(gpus.count if (gpus := cluster.node_type(host).gpus) else 0),
+                "owner": str(cluster.owner_of.get(host, Owner.SLURM)),
+                "partitions": ",".join(partitions),
+                "switch": path[-1] if path else "",
+                "nvlink_block": cluster.block_of.get(host, ""),
+                "tenant": exclusive_tenant(cluster, host) or "",
+            }
+        )
+    return {key: value for key, value in labels.items() if value}
+
+
+def scrape_jobs(cluster: Cluster, monitoring: MonitoringSpec) -> list[ScrapeJob]:
+    jobs = [
+        ScrapeJob(
+            "prometheus",
+            "/metrics",
+            (Target(f"localhost:{monitoring.prometheus_port}", {"node": monitoring.host}),),
+            "Prometheus itself",
+        ),
+        ScrapeJob(
+            "alertmanager",
+            "/metrics",
+            (Target(f"localhost:{monitoring.alertmanager_port}", {"node": monitoring.host}),),
+            "Alertmanager",
+        ),
+        ScrapeJob(
+            "node",
+            "/metrics",
+            tuple(
+                Target(f"{host}:{monitoring.node_exporter_port}", host_labels(cluster, monitoring, host))
+                for host in every_host(cluster, monitoring)
+            ),
+            "node-exporter on every host, labelled from the model",
+        ),
+    ]
+    ctl = controllers(cluster)
+    if ctl:
+        jobs += slurm_jobs(cluster, monitoring, ctl)
+    gpu_nodes = [h for h in cluster.hosts_owned_by(Owner.SLURM) if cluster.node_type(h).gpus]
+    if gpu_nodes:
+        jobs.append(
+            ScrapeJob(
+                "dcgm",
+                "/metrics",
+                tuple(
+                    Target(f"{h}:{monitoring.dcgm_exporter_port}", host_labels(cluster, monitoring, h))
+                    for h in gpu_nodes
+                ),
+                "NVIDIA dcgm-exporter on the GPU nodes Slurm owns (NVIDIA's package)",
+            )
+        )
+    return jobs
+
+
+def slurm_jobs(cluster: Cluster, monitoring: MonitoringSpec, ctl: list[str]) -> list[ScrapeJob]:
+    def controller_label(index: int) -> dict[str, str]:
+        return {"node": ctl[index], "controller": "primary" if index == 0 else f"backup{index}"}
+
+    if cluster.release.openmetrics:
+        port = slurmctld_port(cluster)
+        return [
+            ScrapeJob(
+                f"slurmctld_{endpoint.replace('-', '_')}",
+                f"/metrics/{endpoint}",
+                tuple(Target(f"{host}:{port}", controller_label(i)) for i, host in enumerate(ctl)),
+                f"slurmctld's own /metrics/{endpoint} on every controller",
+            )
+            for endpoint in SLURMCTLD_ENDPOINTS
+        ]
+    return [
+        ScrapeJob(
+            "slurm_exporter",
+            "/metrics",
+            tuple(
+                Target(f"{host}:{monitoring.slurm_exporter_port}", controller_label(i))
+                for i, host in enumerate(ctl)
+            ),
+            f"Slurm {cluster.release.name} serves no metrics: the Slurm exporter (sinfo/squeue/sdiag) "
+            "on every controller",
+        )
+    ]
+
+
+def target_list(cluster: Cluster, monitoring: MonitoringSpec) -> list[str]:
+    """`job host:port` of every target, for plan and show."""
+    return [f"{job.name} {t.address}" for job in scrape_jobs(cluster, monitoring) for t in job.targets]
