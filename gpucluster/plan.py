@@ -172,6 +172,8 @@ class Plan:
     # Changes Slurm cannot make without ending jobs: the first lines of the plan, and what
     # playbooks/slurm.yml refuses without -e gpucluster_end_jobs=true.
     ends_jobs: list[EndsJobs] = field(default_factory=list)
+    # cluster.monitoring: Prometheus' targets added, removed, relabelled (None: no monitoring).
+    monitoring_targets: dict[str, list[str]] | None = None
 
     @property
     def overall(self) -> Update | None:
@@ -185,6 +187,7 @@ class Plan:
             "changes": [c.as_dict() for c in self.changes],
             "files": [f.as_dict() for f in self.files],
             "steps": [s.as_dict() for s in self.steps],
+            "monitoring_targets": self.monitoring_targets,
             "overall": None
             if overall is None
             else {"update": overall.name.lower(), "means": meaning(overall, self.release)},
@@ -429,6 +432,10 @@ def make_plan(
             )
         )
     result = Plan(release, changes, files)
+    if getattr(old.spec, "monitoring", None) is not None or getattr(new.spec, "monitoring", None) is not None:
+        from gpucluster.monitoring.plan import target_changes
+
+        result.monitoring_targets = target_changes(old, new)
     found = procedures(old, new, {c.path for c in changes}, new_files.get("slurm/slurm.conf"))
     result.ends_jobs = found.ends_jobs
     result.steps = plan_steps(old, new, result, found)
@@ -797,6 +804,11 @@ def text_lines(result: Plan) -> list[str]:
         for f in result.files:
             lines.append(f"  {f.path} ({f.status}) [{f.update.name.lower()}]")
             lines += [f"    {line}" for line in f.diff]
+    targets = result.monitoring_targets or {}
+    for kind in ("added", "removed", "relabelled"):
+        if targets.get(kind):
+            lines.append(f"monitoring targets {kind} ({len(targets[kind])}):")
+            lines += [f"  {target}" for target in targets[kind]]
     if result.steps:
         lines.append(f"steps (Slurm {result.release.name}):")
         for number, step in enumerate(result.steps, 1):

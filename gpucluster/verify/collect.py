@@ -48,7 +48,15 @@ def verify_cluster(cluster: Cluster, run: PlaybookRunner) -> list[CheckResult]:
         why = host.unreachable if host and host.unreachable else "no observation"
         first = next((line.strip() for line in why.splitlines() if line.strip()), why)
         raise VerifyError(f"cannot reach {plan.controller}, the primary controller: {first}")
-    return run_checks(plan, seen)
+    results = run_checks(plan, seen)
+    # cluster.monitoring: every scrape target up (its own module; imported only when used).
+    if getattr(cluster.spec, "monitoring", None) is not None:
+        from gpucluster.verify.monitoring import check_targets
+
+        targets = check_targets(cluster, run)
+        if targets is not None:
+            results.append(targets)
+    return results
 
 
 def _ansible_error(output: str) -> str:

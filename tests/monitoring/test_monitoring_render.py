@@ -25,7 +25,11 @@ from gpucluster.render import render_files
 from tests.conftest import INVENTORIES, example_inventories
 
 PROMTOOL = Path(__file__).resolve().parents[2] / ".venv" / "bin" / "promtool"
-MONITORED = [e for e in example_inventories() if "monitoring:" in (INVENTORIES / e / "group_vars/all/cluster.yml").read_text()]
+MONITORED = [
+    e
+    for e in example_inventories()
+    if "monitoring:" in (INVENTORIES / e / "group_vars/all/cluster.yml").read_text()
+]
 # The alert list the issue asks for, each by the rule that answers it.
 REQUIRED_ALERTS = {
     "SlurmNodeDrained", "SlurmNodeDown", "GpusIdleWhileJobsPend", "GpuXidError", "GpuEccError",
@@ -76,7 +80,9 @@ def test_a_broken_rule_fails_its_promtool_test(tmp_path: Path) -> None:
     """The rule tests can fail: a rule whose threshold no longer matches its series is caught."""
     monitoring = write(render_monitoring(load_cluster(INVENTORIES / "lab")), tmp_path)
     rules = monitoring / "rules" / "gpucluster.rules.yml"
-    rules.write_text(rules.read_text().replace("(DCGM_FI_DEV_XID_ERRORS) > 0", "(DCGM_FI_DEV_XID_ERRORS) > 100"))
+    rules.write_text(
+        rules.read_text().replace("(DCGM_FI_DEV_XID_ERRORS) > 0", "(DCGM_FI_DEV_XID_ERRORS) > 100")
+    )
     tested = promtool("test", "rules", "gpucluster.rules.test.yml", cwd=monitoring / "rules")
     assert tested.returncode != 0 and "GpuXidError" in tested.stdout + tested.stderr
 
@@ -152,8 +158,12 @@ def test_dashboards_are_grafana_json_whose_queries_name_served_metrics() -> None
             assert panel["id"] not in ids and panel["targets"], (rel, panel["title"])
             ids.add(panel["id"])
             for target in panel["targets"]:
-                names = set(re.findall(r"\b([A-Za-z_:][A-Za-z0-9_:]*)\s*(?:\{|\[|\)|$| -| \*|\))", target["expr"]))
-                metrics = {n for n in names if n.startswith(("slurm_", "DCGM_", "gpucluster_", "node_")) or n == "up"}
+                names = set(
+                    re.findall(r"\b([A-Za-z_:][A-Za-z0-9_:]*)\s*(?:\{|\[|\)|$| -| \*|\))", target["expr"])
+                )
+                metrics = {
+                    n for n in names if n.startswith(("slurm_", "DCGM_", "gpucluster_", "node_")) or n == "up"
+                }
                 assert metrics and metrics <= served, (rel, target["expr"], metrics - served)
     # The rules read the same metrics the collectors serve.
     rule_text = files["monitoring/rules/gpucluster.rules.yml"]

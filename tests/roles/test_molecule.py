@@ -18,6 +18,8 @@ from gpucluster.tools import venv_env, venv_tool
 ROLES = Path(__file__).resolve().parents[2] / "roles"
 SCENARIO_ROLES = sorted(p.parents[2].name for p in ROLES.glob("*/molecule/default/molecule.yml"))
 OURS = [
+    "monitoring_node_exporter",
+    "monitoring_prometheus",
     "munge",
     "nfs_server",
     "shared_storage",
