@@ -50,6 +50,12 @@ class MonitoringSpec(Strict):
     prometheus_port: Port = spec("Prometheus' HTTP port.", Update.SERVICE, default=9090)
     alertmanager_port: Port = spec("Alertmanager's HTTP port.", Update.SERVICE, default=9093)
     node_exporter_port: Port = spec("node-exporter's port on every host.", Update.SERVICE, default=9100)
+    dcgm_exporter: bool = spec(
+        "NVIDIA's dcgm-exporter runs on the GPU nodes Slurm owns (NVIDIA's package, with the Slurm "
+        "prolog's job mapping): scrape it there. false where no DCGM runs (the lab's GPUs are device files).",
+        Update.SERVICE,
+        default=True,
+    )
     dcgm_exporter_port: Port = spec("NVIDIA dcgm-exporter's port on GPU nodes.", Update.SERVICE, default=9400)
     slurm_exporter_port: Port = spec(
         "Port of the Slurm exporter on the primary controller, for releases whose slurmctld serves no "

@@ -76,7 +76,7 @@ def hosts_settings(cluster: Cluster, monitoring: MonitoringSpec) -> dict[str, An
         "monitoring_host": monitoring.host,
         "node_exporter_hosts": every_host(cluster, monitoring),
         "collector_hosts": controllers(cluster),
-        "dcgm_hosts": gpu_nodes,
+        "dcgm_hosts": gpu_nodes if monitoring.dcgm_exporter else [],
         "prometheus_port": monitoring.prometheus_port,
         "alertmanager_port": monitoring.alertmanager_port,
         "node_exporter_port": monitoring.node_exporter_port,
@@ -226,7 +226,9 @@ def render_monitoring(cluster: Cluster) -> dict[str, str]:
         files[f"monitoring/grafana/dashboards/{name}.json"] = (
             json.dumps(board, indent=2, sort_keys=True) + "\n"
         )
-    if any(cluster.node_type(h).gpus for h in cluster.hosts_owned_by(Owner.SLURM)):
+    if monitoring.dcgm_exporter and any(
+        cluster.node_type(h).gpus for h in cluster.hosts_owned_by(Owner.SLURM)
+    ):
         files["monitoring/dcgm/dcgm-exporter.env"] = dcgm_settings(cluster, monitoring)
         files["monitoring/dcgm/job-mapping-prolog.sh"] = job_mapping_script(cluster, "prolog")
         files["monitoring/dcgm/job-mapping-epilog.sh"] = job_mapping_script(cluster, "epilog")

@@ -126,7 +126,7 @@ def scrape_jobs(cluster: Cluster, monitoring: MonitoringSpec) -> list[ScrapeJob]
     if ctl:
         jobs += slurm_jobs(cluster, monitoring, ctl)
     gpu_nodes = [h for h in cluster.hosts_owned_by(Owner.SLURM) if cluster.node_type(h).gpus]
-    if gpu_nodes:
+    if gpu_nodes and monitoring.dcgm_exporter:
         jobs.append(
             ScrapeJob(
                 "dcgm",

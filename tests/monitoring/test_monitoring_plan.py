@@ -24,11 +24,11 @@ def test_a_new_node_adds_its_targets_and_a_moved_switch_relabels(tmp_path: Path)
     result = make_plan(load_cluster(INVENTORIES / "lab"), load_cluster(new))
     targets = result.monitoring_targets
     assert targets is not None
-    assert targets["added"] == ["dcgm gpu05:9400", "node gpu05:9100"]
+    assert targets["added"] == ["node gpu05:9100"]
     assert targets["removed"] == []
     assert "node gpu02:9100 (switch: leaf1 -> leaf2)" in targets["relabelled"]
     lines = text_lines(result)
-    assert "monitoring targets added (2):" in lines and "  node gpu05:9100" in lines
+    assert "monitoring targets added (1):" in lines and "  node gpu05:9100" in lines
     assert result.as_dict()["monitoring_targets"] == targets
 
 
