@@ -373,6 +373,12 @@ class KubernetesSpec(Strict):
     registry_mirror: RegistryMirror | None = spec(
         "Registry mirror for air-gapped sites.", Update.KUBERNETES, default=None
     )
+    prometheus_operator: bool = spec(
+        "A Prometheus Operator runs in the cluster (its ServiceMonitor CRD exists): the GPU Operator's "
+        "dcgm-exporter and Kueue's metrics get their ServiceMonitors.",
+        Update.KUBERNETES,
+        default=False,
+    )
     device_allocation: Literal["device-plugin", "dra"] = spec(
         "How pods get GPUs: the GPU Operator's device plugin (nvidia.com/gpu) or DRA ResourceClaims. Never both.",
         Update.KUBERNETES,

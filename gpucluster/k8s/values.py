@@ -95,7 +95,7 @@ def gpu_operator_values(cluster: Cluster, k8s: KubernetesSpec) -> Values:
         # The DRA driver allocates GPUs in `dra` mode: the device plugin must not advertise them too.
         "devicePlugin": {"enabled": k8s.device_allocation == "device-plugin"},
         "mig": {"strategy": gpu.mig_strategy},
-        "dcgmExporter": {"serviceMonitor": {"enabled": gpu.dcgm_service_monitor}},
+        "dcgmExporter": {"serviceMonitor": {"enabled": gpu.dcgm_service_monitor or k8s.prometheus_operator}},
         # Driver, toolkit, device plugin, DCGM, validator...: on every GPU node, whoever owns it.
         "daemonsets": {"tolerations": node_daemon_tolerations(cluster, [gpu_toleration()])},
     }
@@ -177,6 +177,9 @@ def kueue_values(cluster: Cluster, k8s: KubernetesSpec) -> Values:
         "enableCertManager": k8s.cert_manager.enabled,
         "managerConfig": {"controllerManagerConfigYaml": config},
     }
+    if k8s.prometheus_operator:
+        # The chart's ServiceMonitor of the manager's metrics (ClusterQueue usage, pending workloads).
+        values["enablePrometheus"] = True
     apply_mirror("kueue", values, k8s.registry_mirror)
     return values
 
