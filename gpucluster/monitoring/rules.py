@@ -43,15 +43,15 @@ def alert_rules(cluster: Cluster, monitoring: MonitoringSpec) -> list[Rule]:
             "nodename=NODE state=resume`.",
             series=(
                 (
-                    'gpucluster_slurm_node_state{slurm_node="gpu01",state="idle+drain",reason="maintenance"}',
+                    'gpucluster_slurm_node_state{slurm_node="gpu01",state="drained",reason="maintenance"}',
                     "1x10",
                 ),
             ),
-            expect={"slurm_node": "gpu01", "state": "idle+drain", "reason": "maintenance"},
+            expect={"slurm_node": "gpu01", "state": "drained", "reason": "maintenance"},
         ),
         Rule(
             "SlurmNodeDown",
-            'max by (slurm_node, state, reason) (gpucluster_slurm_node_state{state=~".*(down|fail|not_responding).*"}) > 0',
+            'max by (slurm_node, state, reason) (gpucluster_slurm_node_state{state=~".*(down|fail|[*]).*"}) > 0',
             "{{ $labels.slurm_node }} is {{ $labels.state }}: {{ $labels.reason }}",
             "Is slurmd running on the node (systemctl status slurmd) and can it reach slurmctld? "
             "After a reboot Slurm keeps it down until `scontrol update state=resume`.",
@@ -73,7 +73,7 @@ def alert_rules(cluster: Cluster, monitoring: MonitoringSpec) -> list[Rule]:
             wait=False,
             series=(
                 (
-                    'gpucluster_slurm_node_state{slurm_node="gpu03",state="idle+drain",reason="[health] gpu count: 7 of 8"}',
+                    'gpucluster_slurm_node_state{slurm_node="gpu03",state="drained",reason="[health] gpu count: 7 of 8"}',
                     "1x10",
                 ),
             ),
