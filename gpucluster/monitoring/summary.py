@@ -24,6 +24,9 @@ def summary(cluster: Cluster) -> dict[str, Any]:
         "alertmanager": f"http://{monitoring.host}:{monitoring.alertmanager_port}",
         "grafana": grafana,
         "dashboards": sorted(b["title"] for b in dashboards(cluster, monitoring).values()),
+        # Rendered by `gpucluster render`; the role provisions them into Grafana where it runs.
+        "dashboards_dir": "monitoring/grafana/dashboards"
+        + (f" -> {monitoring.host}:/var/lib/grafana/dashboards/gpucluster" if monitoring.grafana else ""),
         "targets": {job.name: len(job.targets) for job in scrape_jobs(cluster, monitoring)},
         "slurm_metrics": "slurmctld (metrics/openmetrics)"
         if cluster.release.openmetrics
@@ -37,7 +40,7 @@ def summary_table(cluster: Cluster) -> str:
         ["Prometheus", data["prometheus"]],
         ["Alertmanager", data["alertmanager"]],
         ["Grafana", data["grafana"]],
-        ["dashboards", "\n".join(data["dashboards"])],
+        ["dashboards", "\n".join([*data["dashboards"], f"(files: {data['dashboards_dir']})"])],
         ["Slurm metrics from", data["slurm_metrics"]],
         ["targets", "\n".join(f"{job}: {n}" for job, n in data["targets"].items())],
     ]
