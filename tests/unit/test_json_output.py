@@ -183,6 +183,7 @@ def test_plan_json_with_changes_and_moves(inventories: InventoryFactory) -> None
         "changes": [],
         "files": [],
         "steps": [],
+        "monitoring_targets": {"added": [], "removed": [], "relabelled": []},
         "overall": None,
     }
     old, new = lab_pair(inventories)  # gpu04 moves from Slurm to Kubernetes
@@ -190,6 +191,11 @@ def test_plan_json_with_changes_and_moves(inventories: InventoryFactory) -> None
     assert proc.returncode == 0, proc.stderr
     doc = output(proc, "plan")
     assert doc["steps"] and doc["overall"]["update"] == "move"
+    # Its node-exporter target stays, relabelled with its new owner.
+    assert any(
+        t.startswith("node gpu04:9100 (") and "owner: slurm -> kubernetes" in t
+        for t in doc["monitoring_targets"]["relabelled"]
+    ), doc["monitoring_targets"]
 
 
 def test_trial_json_shape() -> None:
