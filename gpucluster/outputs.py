@@ -9,4 +9,5 @@ OUTPUT_PARTS: dict[str, str] = {
     "hosts": "what the roles apply to the hosts: Unix accounts, shared storage and NFS exports, node ssh",
     "kubernetes": "Kubernetes objects: node labels, queues, DRA device classes, Slurm on Kubernetes",
     "helm": "Helm values of the Kubernetes add-ons",
+    "monitoring": "Prometheus, Alertmanager, alert rules and their tests, Grafana dashboards, DCGM job mapping",
 }

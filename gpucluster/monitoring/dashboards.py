@@ -8,6 +8,7 @@ from typing import Any
 
 from gpucluster.cluster import Cluster
 from gpucluster.monitoring.model import MonitoringSpec
+from gpucluster.render.templating import header
 
 # Metrics the dashboards query, by who serves them.
 EXPORTED_METRICS = {
@@ -50,6 +51,7 @@ def _board(cluster: Cluster, uid: str, title: str, panels: list[dict[str, Any]])
     return {
         "uid": f"gpucluster-{cluster.name}-{uid}"[:40],
         "title": f"{cluster.name}: {title}",
+        "description": header(cluster.name, comment="").strip(),
         "tags": ["gpucluster", cluster.name],
         "schemaVersion": 39,
         "version": 1,

@@ -121,7 +121,12 @@ def _rest_api(spec: ClusterSpec) -> bool:
     return spec.slurm.rest_api is not None
 
 
+def _metrics(spec: ClusterSpec) -> bool:
+    return getattr(spec, "monitoring", None) is not None and spec.slurm.release.openmetrics
+
+
 CORE = "gpucluster's slurm.conf (always written)"
+METRICS = "cluster.monitoring (slurmctld's OpenMetrics, 25.11+)"
 HEALTH = "cluster.slurm.health (gpucluster-healthcheck)"
 PER_GPU = "each GPU partition (cluster.partitions[].cpus_per_gpu / memory_per_gpu_mb)"
 REST_API = "cluster.slurm.rest_api (JWT for slurmrestd)"
@@ -135,6 +140,7 @@ WRITTEN: dict[str, Written] = {
     "HealthCheckTimeout": Written(HEALTH, _health_timeout),
     "AuthAltTypes": Written(REST_API, _rest_api),
     "AuthAltParameters": Written(REST_API, _rest_api),
+    "MetricsType": Written(METRICS, _metrics),
     # Written on each GPU partition's line: a global one would say something else than they do.
     "DefCpuPerGPU": Written(PER_GPU, _has_gpus),
     "DefMemPerGPU": Written(PER_GPU, _has_gpus),
