@@ -70,20 +70,22 @@ SEVERITY = [
 # first matching prefix wins). tests/unit/test_plan_pairs.py checks on thousands of random pairs
 # that every file that differs is reached by a listed change.
 KUBE = ("kubernetes/*", "helm/*")
-TOPOLOGY = ("slurm/slurm.conf", "slurm/topology.conf", "slurm/topology.yaml", *KUBE)
+# cluster.monitoring's files: the targets carry each node's type, partitions, switch, block, owner, tenant.
+MON = ("monitoring/*",)
+TOPOLOGY = ("slurm/slurm.conf", "slurm/topology.conf", "slurm/topology.yaml", *KUBE, *MON)
 REACH: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("cluster.name", ("*",)),
     ("cluster.slurm.health", ("slurm/slurm.conf", "slurm/healthcheck.conf", *KUBE)),
     ("cluster.slurm.cgroup", ("slurm/cgroup.conf", *KUBE)),
     ("cluster.slurm.node_ssh", ("slurm/slurm.conf", "hosts/node_ssh.yaml")),
-    ("cluster.slurm.version", ("slurm/*", *KUBE)),
+    ("cluster.slurm.version", ("slurm/*", *KUBE, *MON)),
     # Controllers, login and accounting hosts also mount the shared filesystems by default.
     (
         "cluster.slurm",
-        ("slurm/slurm.conf", "slurm/cgroup.conf", "hosts/storage.yaml", "hosts/nfs-exports/*", *KUBE),
+        ("slurm/slurm.conf", "slurm/cgroup.conf", "hosts/storage.yaml", "hosts/nfs-exports/*", *KUBE, *MON),
     ),
-    ("cluster.node_types", ("slurm/*", *KUBE)),
-    ("cluster.partitions", ("slurm/slurm.conf", *KUBE)),
+    ("cluster.node_types", ("slurm/*", *KUBE, *MON)),
+    ("cluster.partitions", ("slurm/slurm.conf", *KUBE, *MON)),
     ("cluster.fabric", TOPOLOGY),
     ("switches", TOPOLOGY),
     ("cluster.qos", ("slurm/accounts.yaml", *KUBE)),
@@ -91,11 +93,12 @@ REACH: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("cluster.users", ("hosts/users.yaml",)),
     ("cluster.storage", ("hosts/*", *KUBE)),
     ("cluster.kubernetes", KUBE),
+    ("cluster.monitoring", ("slurm/slurm.conf", *MON)),
     ("cluster.cloud", ()),
     ("hosts", ("*",)),
     ("tenants.*.slurm.*", ("slurm/accounts.yaml",)),
     ("tenants.*.slurm", ("slurm/accounts.yaml",)),
-    ("tenants", KUBE),
+    ("tenants", (*KUBE, *MON)),
 )
 # Changes that act through what the roles or the stacks read from the model, not through a
 # rendered file: who carries each out.
@@ -525,6 +528,7 @@ ROUTES: tuple[tuple[str, str], ...] = (
     ("hosts/*", "storage"),
     ("kubernetes/*", "kubernetes"),
     ("helm/*", "kubernetes"),
+    ("monitoring/*", "monitoring"),
 )
 
 
@@ -702,7 +706,21 @@ def plan_steps(old: Cluster, new: Cluster, result: Plan, found: Procedures | Non
             _step(Owner.SLURM, Action.RAISE_QUOTAS if raise_slurm else Action.APPLY, Update.ACCOUNTS, text, accounts,
                   files=account_files, quotas=quotas_of(new, Owner.SLURM) if raise_slurm else None)
         )  # fmt: skip
-    # 8. What is left: a service restarted, files only, rebuilds.
+    # 8. Monitoring: its files, whatever changed them (a node's labels, a new target).
+    monitoring = take(c for c in changes if c.path.startswith("cluster.monitoring"))
+    if monitoring or files_by_route.get("monitoring"):
+        text = "playbooks/monitoring.yml: promtool and amtool check the files on the monitoring host, Prometheus and Alertmanager reload"
+        steps.append(
+            _step(
+                "cluster",
+                Action.APPLY,
+                Update.SERVICE,
+                text,
+                monitoring,
+                files=files_by_route.get("monitoring", []),
+            )
+        )
+    # 9. What is left: a service restarted, files only, rebuilds.
     for update, action, text in (
         (Update.SERVICE, Action.APPLY, "playbooks/slurm.yml restarts the one service concerned; slurmctld and slurmd untouched"),
         (Update.RENDER_ONLY, Action.APPLY, "the playbooks install the changed files; no daemon action"),

@@ -75,16 +75,18 @@ def test_a_host_moved_between_groups_in_hosts_yml_is_seen(inventories: Inventory
         "switches.leaf1.nodes": (["gpu01", "gpu02"], ["gpu01", "gpu02", "gpu03"], Update.RECONFIGURE),
         "switches.leaf2.nodes": (["gpu03", "gpu04"], ["gpu04"], Update.RECONFIGURE),
     }
-    [topology] = result.files
+    [targets, topology] = result.files  # the lab's monitoring labels gpu03 with its new switch
+    assert targets.path == "monitoring/prometheus.yml"
     assert topology.path == "slurm/topology.conf" and topology.update == Update.RECONFIGURE
     assert "+SwitchName=leaf1 Nodes=gpu[01-03]" in topology.diff
     assert set(topology.because) == {"switches.leaf1.nodes", "switches.leaf2.nodes"}
-    [step] = result.steps
+    [step, monitoring] = result.steps
     assert (step.action, step.update, step.files) == (
         Action.APPLY,
         Update.RECONFIGURE,
         ("slurm/topology.conf",),
     )
+    assert monitoring.files == ("monitoring/prometheus.yml",) and monitoring.update == Update.SERVICE
 
 
 def test_a_partition_shrinking_because_its_group_lost_a_host_is_listed(inventories: InventoryFactory) -> None:
@@ -171,6 +173,7 @@ def test_renaming_a_tenant_is_a_change_per_scheduler(inventories: InventoryFacto
     assert {(str(s.scheduler), s.update) for s in result.steps} == {
         ("kubernetes", Update.KUBERNETES),
         ("slurm", Update.ACCOUNTS),
+        ("cluster", Update.SERVICE),  # the monitoring targets' tenant labels
     }
     assert (
         "kubernetes/namespaces.yaml" in next(s for s in result.steps if s.update == Update.KUBERNETES).files
@@ -194,7 +197,10 @@ def test_a_kubernetes_node_replaced_is_a_kubernetes_change_with_its_steps(
         (Action.DELETE, "kubectl delete node dgx128"),
     ]
     assert "join dgx129 to the Kubernetes cluster first" in texts[4]
-    assert all(s.update == Update.KUBERNETES for s in result.steps)
+    # The last step reloads Prometheus with dgx129's node-exporter target in place of dgx128's.
+    *kubernetes, monitoring = result.steps
+    assert all(s.update == Update.KUBERNETES for s in kubernetes)
+    assert "monitoring/prometheus.yml" in monitoring.files and monitoring.update == Update.SERVICE
 
 
 def test_a_node_type_only_kubernetes_runs_is_a_kubernetes_change(inventories: InventoryFactory) -> None:

@@ -57,6 +57,7 @@ def test_users_table_shows_ids_groups_and_tenants() -> None:
 def test_json_is_the_whole_resolved_model_with_hosts_as_lists() -> None:
     doc = json.loads(run_cli("show", "--json", "inventories/superpod").stdout)
     assert set(doc) == {
+        "monitoring",
         "cluster",
         "hosts",
         "switches",
