@@ -48,7 +48,9 @@ def verify_cluster(cluster: Cluster, run: PlaybookRunner) -> list[CheckResult]:
         why = host.unreachable if host and host.unreachable else "no observation"
         first = next((line.strip() for line in why.splitlines() if line.strip()), why)
         raise VerifyError(f"cannot reach {plan.controller}, the primary controller: {first}")
-    return run_checks(plan, seen)
+    from gpucluster.verify.containers import container_checks
+
+    return run_checks(plan, seen) + container_checks(plan, seen)
 
 
 def _ansible_error(output: str) -> str:
