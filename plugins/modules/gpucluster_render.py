@@ -242,8 +242,8 @@ def main() -> None:
         cluster = load_cluster(module.params["inventory"])
     except InventoryError as exc:
         module.fail_json(msg="invalid inventory:\n" + "\n".join(str(p) for p in exc.problems))
-    # hosts/: the accounts the users role creates on every Slurm host.
-    files = render_files(cluster, only=["slurm", "hosts"])
+    # hosts/: the accounts the users role creates on every Slurm host; containers/: Pyxis, enroot.
+    files = render_files(cluster, only=["slurm", "hosts", "containers"])
     written: list[str] = []
     if not module.check_mode:
         written = [str(path) for path in write_tree(files, module.params["out"])]

@@ -20,10 +20,12 @@ SCENARIO_ROLES = sorted(p.parents[2].name for p in ROLES.glob("*/molecule/defaul
 OURS = [
     "munge",
     "nfs_server",
+    "pyxis_enroot",
     "shared_storage",
     "slurm_accounts",
     "slurm_common",
     "slurm_compute",
+    "slurm_containers",
     "slurm_controller",
     "slurm_dbd",
     "slurm_health",
