@@ -34,15 +34,16 @@ MARKER = "inside the gpucluster test image"
 PROGRAMS = ("sh", "cat", "id", "echo", "ls", "touch", "hostname", "uname", "env")
 
 # A root filesystem of the node's own programs; a rootless OCI bundle of it (crun spec --rootless,
-# without the cgroup mount, which a rootless container cannot have here, and without a terminal:
-# Slurm gives the step no tty); and a squashfs image of it for enroot.
+# without the cgroup mount, which a rootless container cannot have here, without a terminal: Slurm
+# gives the step no tty, and without crun's own hostname: the job keeps the node's, and a podman
+# lab node may not set one); and a squashfs image of it for enroot.
 BUILD = f"""
 set -eu
 rm -rf {WORK}/rootfs {WORK}/bundle {IMAGE}
 mkdir -p {ROOTFS}/usr/bin {ROOTFS}/usr/lib {ROOTFS}/usr/lib64 {ROOTFS}/etc {ROOTFS}/tmp {ROOTFS}/proc {ROOTFS}/dev {ROOTFS}/sys {ROOTFS}/mnt
 ln -s usr/bin {ROOTFS}/bin; ln -s usr/lib {ROOTFS}/lib; ln -s usr/lib64 {ROOTFS}/lib64
 for program in {" ".join(PROGRAMS)}; do
-  path=$(command -v $program)
+  path=/usr/bin/$program
   cp -L "$path" {ROOTFS}/usr/bin/
   for lib in $(ldd "$path" | grep -o '/[^ ]*'); do
     mkdir -p {ROOTFS}$(dirname $(realpath -s $lib))
@@ -56,7 +57,7 @@ mkdir -p {BUNDLE}
 cp -a {ROOTFS} {BUNDLE}/rootfs
 cd {BUNDLE}
 crun spec --rootless
-jq '.mounts |= map(select(.type != "cgroup")) | .process.terminal = false' config.json > config.json.new
+jq 'del(.hostname) | .mounts |= map(select(.type != "cgroup")) | .process.terminal = false' config.json > config.json.new
 mv config.json.new config.json
 mksquashfs {ROOTFS} {IMAGE} -quiet -noappend -all-root
 """
@@ -97,13 +98,14 @@ def batch(lab: Lab, name: str, *options: str, script: str) -> str:
 
 def test_an_oci_bundle_runs_as_the_user_with_srun_and_sbatch(lab_cluster: Lab, images: None) -> None:
     uid = run(lab_cluster, "id", "-u").strip()
-    out = run(lab_cluster, "srun", f"--container={BUNDLE}", "sh", "-c", "cat /etc/gpucluster-test; id -u")
-    lines = out.split()
-    # Inside the bundle's root filesystem, as the user (rootless crun maps the user to itself).
-    assert MARKER in out and uid in lines, out
+    # Inside the bundle's root filesystem; root there is the user outside (the bundle's user
+    # namespace maps container uid 0 to the job's uid, and nothing else).
+    script = "cat /etc/gpucluster-test; cat /proc/self/uid_map"
+    out = run(lab_cluster, "srun", f"--container={BUNDLE}", "sh", "-c", script)
+    assert MARKER in out and ["0", uid, "1"] in [line.split() for line in out.splitlines()], out
 
-    text = batch(lab_cluster, "oci-batch", f"--container={BUNDLE}", script="cat /etc/gpucluster-test; id -u")
-    assert MARKER in text and uid in text.split(), text
+    text = batch(lab_cluster, "oci-batch", f"--container={BUNDLE}", script=script)
+    assert MARKER in text and ["0", uid, "1"] in [line.split() for line in text.splitlines()], text
 
 
 def pyxis_sources() -> Path | None:
@@ -147,8 +149,8 @@ def test_pyxis_named_writable_container_is_kept_between_steps_and_mounts_are_see
     lab_cluster.ok("sh", "-c", f"echo from-the-host > {WORK}/mounted.txt", user=USER, host=LOGIN)
     steps = (
         f"srun --container-image={IMAGE} --container-name=kept --container-writable "
-        "sh -c 'echo written-in-step-one > /tmp/kept.txt' && "
-        "srun --container-name=kept cat /tmp/kept.txt && "
+        "sh -c 'echo written-in-step-one > /kept.txt' && "
+        "srun --container-name=kept cat /kept.txt && "
         f"srun --container-image={IMAGE} --container-mounts={WORK}:/mnt/work cat /mnt/work/mounted.txt && "
         # The site's mount (cluster.slurm.containers.pyxis.mounts, /scratch) in every container.
         f"srun --container-image={IMAGE} cat {WORK}/mounted.txt"
