@@ -24,12 +24,12 @@ if srun --help 2>/dev/null | grep -q -e '--container-image'; then echo pyxis=yes
 """
 
 
-def container_plan(cluster: Cluster) -> dict[str, Any]:
-    """The playbook's part: which hosts to probe, and the probe."""
+def container_plan(cluster: Cluster, observed: tuple[str, ...]) -> dict[str, Any]:
+    """The playbook's part: which of the observed hosts to probe, and the probe."""
     settings = container_settings(cluster)
     oci = container_nodes(cluster) if settings is not None and settings.oci else []
     pyxis = pyxis_hosts(cluster) if settings is not None and settings.pyxis is not None else []
-    return {"hosts": sorted(set(oci) | set(pyxis)), "probe": CONTAINER_PROBE}
+    return {"hosts": sorted(h for h in set(oci) | set(pyxis) if h in observed), "probe": CONTAINER_PROBE}
 
 
 def parse_probe(text: str) -> dict[str, str]:
@@ -63,7 +63,8 @@ def check_pyxis(plan: Plan, seen: Observations) -> CheckResult:
     if pyxis is None:
         return CheckResult("pyxis", Status.SKIPPED, "cluster.slurm.containers.pyxis is not set")
     findings = Findings()
-    hosts = pyxis_hosts(plan.cluster)
+    # The hosts verify observes (controllers, accounting host, nodes); login hosts are not among them.
+    hosts = [h for h in pyxis_hosts(plan.cluster) if h in plan.hosts]
     for host in hosts:
         observed = seen.hosts.get(host)
         if observed is None or observed.unreachable:

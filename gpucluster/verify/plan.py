@@ -124,7 +124,7 @@ class Plan:
     def containers_vars(self) -> dict[str, Any]:
         from gpucluster.verify.containers import container_plan
 
-        return container_plan(self.cluster)
+        return container_plan(self.cluster, self.hosts)
 
     def playbook_vars(self, output: Path) -> dict[str, Any]:
         """The extra vars of the verify playbook."""

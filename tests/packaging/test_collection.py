@@ -288,6 +288,8 @@ def test_a_playbook_of_fqcn_content_runs_from_the_installed_collection(
             "slurm",
             "--only",
             "hosts",
+            "--only",
+            "containers",
         ],
         capture_output=True,
         text=True,

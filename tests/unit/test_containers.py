@@ -173,7 +173,7 @@ def seen_with(plan_hosts: list[str], probe: dict[str, str]) -> Observations:
 def test_verify_rows_judge_crun_pyxis_and_enroots_version(inventories: InventoryFactory) -> None:
     cluster = load_cluster(write(inventories, containers(oci=True, pyxis={})))
     plan = make_plan(cluster)
-    probed = container_plan(plan.cluster)
+    probed = container_plan(plan.cluster, plan.hosts)
     assert probed["probe"] == CONTAINER_PROBE and "head" in probed["hosts"]
     good = "crun=1.21\nenroot=4.1.2\npyxis=yes\n"
     hosts = list(probed["hosts"])
