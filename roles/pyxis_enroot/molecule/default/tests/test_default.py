@@ -40,7 +40,7 @@ def test_pyxis_is_in_the_plugin_directory_and_plugstack(host) -> None:
     multiarch = host.check_output("gcc -print-multiarch").strip()
     assert host.file(f"/usr/lib/{multiarch}/slurm-wlm/spank_pyxis.so").exists
     assert host.file("/etc/slurm/plugstack.conf.d/pyxis.conf").contains("^required spank_pyxis.so$")
-    assert host.file("/etc/enroot/enroot.conf").contains("^ENROOT_ROOTFS_WRITABLE +yes$")
+    assert host.file("/etc/enroot/enroot.conf").contains("^ENROOT_ROOTFS_WRITABLE *yes$")
     assert host.file("/etc/enroot/mounts.d/90-gpucluster.fstab").contains("^/scratch /scratch none ")
 
 
