@@ -83,6 +83,8 @@ CORE_RENDERERS: dict[str, str] = {
     # hosts/node_ssh.yaml: who may ssh to compute nodes without a job.
     # hosts/storage.yaml and hosts/nfs-exports/: the shared filesystems and their NFS exports.
     "hosts": "gpucluster.render.hosts:render_hosts",
+    # containers/: Pyxis' plugstack entry, enroot's configuration and the container roles' settings.
+    "containers": "gpucluster.slurm.containers:render_containers",
 }
 
 

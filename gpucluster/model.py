@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 from gpucluster.modelbase import NAME_RE, SLURM_TIME_RE, NameList, Owner, Strict, Update, spec
+from gpucluster.slurm.container_settings import ContainerSettings
 from gpucluster.slurm.releases import RELEASES, Release, SlurmVersion, known_text, release
 from gpucluster.storage import SharedFilesystem, absolute_path
 
@@ -1188,6 +1189,11 @@ class SlurmSettings(Strict):
         "while holding a job on that node, and the session joins the job (its cgroup, its end); "
         "admins always get in. Adds PrologFlags=Contain, so slurmd and slurmctld restart when it is "
         "turned on or off. Needs proctrack cgroup. Omit to leave the nodes' sshd as it is.",
+        Update.RESTART,
+        default=None,
+    )
+    containers: ContainerSettings | None = spec(
+        "Containers in jobs: Slurm's OCI support with rootless crun, and Pyxis + enroot. Omit for none.",
         Update.RESTART,
         default=None,
     )

@@ -524,6 +524,7 @@ ROUTES: tuple[tuple[str, str], ...] = (
     ("slurm/accounts.yaml", "accounts"),
     ("slurm/*", "slurm"),
     ("hosts/node_ssh.yaml", "slurm"),
+    ("containers/*", "slurm"),
     ("hosts/users.yaml", "users"),
     ("hosts/*", "storage"),
     ("kubernetes/*", "kubernetes"),

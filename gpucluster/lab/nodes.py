@@ -65,6 +65,10 @@ def start_node(
         # slurmstepd (root) pins a user's tasks to their CPUs (task/affinity): sched_setaffinity on
         # another user's process needs CAP_SYS_NICE, which root has on a host and podman drops.
         "--cap-add", "SYS_NICE",
+        # A container job (`srun --container`, rootless crun) mounts a new procfs in a user
+        # namespace; the kernel refuses that while podman's masked paths cover parts of this
+        # container's /proc ("mount `proc` to `proc`: Operation not permitted"). A host has none.
+        "--security-opt", "unmask=ALL",
     ]  # fmt: skip
     for other, address in addresses.items():
         args += ["--add-host", f"{other}:{address}"]

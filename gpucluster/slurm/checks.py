@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from gpucluster.modelbase import Owner
+from gpucluster.slurm.container_checks import check_containers
 from gpucluster.slurm.gpus import gpu_hardware, parse_cores, socket_split_problem
 from gpucluster.slurm.releases import RELEASES, configless_serves_topology_yaml
 from gpucluster.slurm.settings import prolog_flags, prologs
@@ -30,6 +31,7 @@ def check_slurm(ctx: CheckContext) -> None:
     check_release(ctx)
     check_login(ctx)
     check_node_ssh(ctx)
+    check_containers(ctx)
     if ctx.spec.slurm.accounting and ctx.spec.slurm.accounting.host not in ctx.inv.hostvars:
         ctx.fail(
             ["slurm", "accounting", "host"],

@@ -77,6 +77,9 @@ class Packaging:
     munge_explicit: bool = True
     # sackd is packaged (login nodes in configless mode).
     sackd: bool = False
+    # Where the plugins are, under /usr/lib/<multiarch>/ (Debian: slurm-wlm); SPANK plugins such
+    # as Pyxis' spank_pyxis.so are installed there.
+    plugin_subdir: str = "slurm-wlm"
 
 
 BOOKWORM = Packaging(
@@ -188,6 +191,9 @@ class Release:
     # The `none` plugins exist (jobacct_gather/none, task/none, ...); 23.11 removed them: no
     # plugin is named by leaving the key out.
     none_plugins: bool = False
+    # oci.conf knows EnvExclude and RunTimeEnvExclude (23.02+): SLURM_CONF of the submitting
+    # host stays out of the container and of the runtime's environment.
+    oci_env_exclude: bool = True
     # PrologFlags values the release knows.
     prolog_flags: tuple[str, ...] = ("Alloc", "Contain", "DeferBatch", "NoHold", "Serial", "X11")
     # Where the facts were read.
@@ -238,6 +244,7 @@ RELEASES: dict[str, Release] = {
             slurmctld_http=False,
             configless_serves_prolog=False,
             none_plugins=True,
+            oci_env_exclude=False,
             source="Debian bookworm 22.05.8 (real daemons)",
         ),
         Release(

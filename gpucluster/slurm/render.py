@@ -14,6 +14,7 @@ from gpucluster.model import NodeType, Owner, Partition
 from gpucluster.render.health import HEALTH_CONF, HEALTH_PROGRAM, bare_metal_health_conf, health_timeout
 from gpucluster.render.templating import header, render_template
 from gpucluster.slurm.accounts import desired_associations
+from gpucluster.slurm.containers import PLUGSTACK_DIR, render_oci
 from gpucluster.slurm.gpus import gres_lines, per_gpu_defaults
 from gpucluster.slurm.releases import configless_serves_topology_yaml
 from gpucluster.slurm.restapi import controller_key_path
@@ -45,6 +46,7 @@ CONFIGLESS_SERVED = (
 # Every file render_slurm may install in /etc/slurm (accounts.yaml stays with slurm_accounts).
 SLURM_FILES = (
     "slurm.conf", "cgroup.conf", "plugstack.conf", "gres.conf", "topology.conf", "topology.yaml", HEALTH_CONF,
+    "oci.conf",
 )  # fmt: skip
 
 
@@ -459,6 +461,9 @@ def _context(cluster: Cluster) -> dict[str, object]:
         "dynamic_nodes": False,
         "has_gpus": has_gpus,
         "release": cluster.release,
+        "plugstack_dir": PLUGSTACK_DIR
+        if cluster.spec.slurm.containers and cluster.spec.slurm.containers.pyxis
+        else None,
     }
 
 
@@ -505,6 +510,7 @@ def render_slurm(cluster: Cluster) -> dict[str, str]:
         "slurm/cgroup.conf": render_template("slurm/cgroup.conf.j2", **context),
         "slurm/plugstack.conf": render_template("slurm/plugstack.conf.j2", **context),
     }
+    files.update(render_oci(cluster))
     if context["has_gpus"]:
         files["slurm/gres.conf"] = render_template("slurm/gres.conf.j2", **context)
     health = bare_metal_health_conf(cluster)

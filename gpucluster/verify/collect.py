@@ -49,6 +49,9 @@ def verify_cluster(cluster: Cluster, run: PlaybookRunner) -> list[CheckResult]:
         first = next((line.strip() for line in why.splitlines() if line.strip()), why)
         raise VerifyError(f"cannot reach {plan.controller}, the primary controller: {first}")
     results = run_checks(plan, seen)
+    from gpucluster.verify.containers import container_checks
+
+    results += container_checks(plan, seen)
     # cluster.monitoring: every scrape target up (its own module; imported only when used).
     if getattr(cluster.spec, "monitoring", None) is not None:
         from gpucluster.verify.monitoring import check_targets

@@ -121,6 +121,11 @@ class Plan:
     def accounting(self) -> bool:
         return self.cluster.spec.slurm.accounting is not None
 
+    def containers_vars(self) -> dict[str, Any]:
+        from gpucluster.verify.containers import container_plan
+
+        return container_plan(self.cluster, self.hosts)
+
     def playbook_vars(self, output: Path) -> dict[str, Any]:
         """The extra vars of the verify playbook."""
         return {
@@ -142,6 +147,7 @@ class Plan:
                 "accounting": self.accounting,
                 "all_reduce_perf_paths": list(ALL_REDUCE_PERF_PATHS),
                 "jobs_script": str(REMOTE_SCRIPT),
+                "containers": self.containers_vars(),
                 "jobs": {
                     "job_name": self.job_name,
                     "stages": [[job.payload() for job in stage] for stage in self.stages],

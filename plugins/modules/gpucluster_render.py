@@ -242,8 +242,9 @@ def main() -> None:
         cluster = load_cluster(module.params["inventory"])
     except InventoryError as exc:
         module.fail_json(msg="invalid inventory:\n" + "\n".join(str(p) for p in exc.problems))
-    # hosts/: the accounts the users role creates on every Slurm host; monitoring/: the monitoring play.
-    files = render_files(cluster, only=["slurm", "hosts", "monitoring"])
+    # hosts/: the accounts the users role creates on every Slurm host; containers/: Pyxis, enroot;
+    # monitoring/: the monitoring play.
+    files = render_files(cluster, only=["slurm", "hosts", "containers", "monitoring"])
     written: list[str] = []
     if not module.check_mode:
         written = [str(path) for path in write_tree(files, module.params["out"])]

@@ -97,7 +97,13 @@ def run_scrubbed(command: str, timeout: float) -> subprocess.CompletedProcess[st
     own = {
         k: v
         for k, v in os.environ.items()
-        if k in ("GPUCLUSTER_LAB_PREFIX", "GPUCLUSTER_LAB_SUBNET", "GPUCLUSTER_LAB_DIR")
+        if k
+        in (
+            "GPUCLUSTER_LAB_PREFIX",
+            "GPUCLUSTER_LAB_SUBNET",
+            "GPUCLUSTER_LAB_DIR",
+            "GPUCLUSTER_PYXIS_SOURCES",
+        )
     }
     try:
         return subprocess.run(

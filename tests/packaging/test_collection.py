@@ -289,6 +289,8 @@ def test_a_playbook_of_fqcn_content_runs_from_the_installed_collection(
             "--only",
             "hosts",
             "--only",
+            "containers",
+            "--only",
             "monitoring",
         ],
         capture_output=True,

@@ -34,9 +34,9 @@ def test_configless_lab_gives_nodes_the_controllers_in_order() -> None:
     assert lab["configless"] is True
     assert lab["conf_server"] == "ctl01,ctl02"
     # What the lab's nodes no longer hold: slurmctld serves it; healthcheck.conf it does not.
-    # 26.05 serves topology.yaml too (25.05.2 and later).
+    # 26.05 serves topology.yaml too (25.05.2 and later); oci.conf for the lab's container jobs.
     assert lab["served_files"] == [
-        "slurm.conf", "cgroup.conf", "plugstack.conf", "gres.conf", "topology.conf", "topology.yaml",
+        "slurm.conf", "cgroup.conf", "plugstack.conf", "gres.conf", "topology.conf", "topology.yaml", "oci.conf",
     ]  # fmt: skip
 
 

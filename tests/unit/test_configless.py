@@ -74,7 +74,16 @@ def test_nodes_keep_only_what_slurmctld_does_not_serve(inventories: InventoryFac
     kept = sorted(rendered - set(configless_served(lab)) - {"accounts.yaml"})
     # The health check's own file: no Slurm release serves it.
     assert kept == ["healthcheck.conf"]
-    served = ["slurm.conf", "cgroup.conf", "plugstack.conf", "gres.conf", "topology.conf", "topology.yaml"]
+    # oci.conf: the lab runs container jobs (cluster.slurm.containers.oci).
+    served = [
+        "slurm.conf",
+        "cgroup.conf",
+        "plugstack.conf",
+        "gres.conf",
+        "topology.conf",
+        "topology.yaml",
+        "oci.conf",
+    ]
     assert configless_served(lab) == served
     # Slurm 22.05 serves no script, and topology.yaml not before 25.05.2.
     assert "topology.yaml" not in CONFIGLESS_SERVED

@@ -1,0 +1,90 @@
+"""verify rows of cluster.slurm.containers: the OCI runtime and Pyxis + enroot on each host.
+
+The verify playbook runs CONTAINER_PROBE on the hosts this plan names and keeps its output
+(`key=value` lines) as HostSeen.containers; these checks judge it against the inventory.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpucluster.cluster import Cluster
+from gpucluster.slurm.containers import container_nodes, container_settings, pyxis_hosts
+from gpucluster.verify.checks import CheckResult, Findings, Status
+from gpucluster.verify.observed import Observations
+from gpucluster.verify.plan import Plan
+
+# What the playbook runs on a host (sh): the crun version, enroot's version, and whether srun
+# offers Pyxis' options (srun loads plugstack.conf's plugins before printing its help).
+CONTAINER_PROBE = """\
+PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+echo "crun=$(crun --version 2>/dev/null | sed -n 's/^crun version //p')"
+echo "enroot=$(enroot version 2>/dev/null)"
+if srun --help 2>/dev/null | grep -q -e '--container-image'; then echo pyxis=yes; else echo pyxis=no; fi
+"""
+
+
+def container_plan(cluster: Cluster, observed: tuple[str, ...]) -> dict[str, Any]:
+    """The playbook's part: which of the observed hosts to probe, and the probe."""
+    settings = container_settings(cluster)
+    oci = container_nodes(cluster) if settings is not None and settings.oci else []
+    pyxis = pyxis_hosts(cluster) if settings is not None and settings.pyxis is not None else []
+    return {"hosts": sorted(h for h in set(oci) | set(pyxis) if h in observed), "probe": CONTAINER_PROBE}
+
+
+def parse_probe(text: str) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            found[key.strip()] = value.strip()
+    return found
+
+
+def check_oci(plan: Plan, seen: Observations) -> CheckResult:
+    settings = container_settings(plan.cluster)
+    if settings is None or not settings.oci:
+        return CheckResult("oci-runtime", Status.SKIPPED, "cluster.slurm.containers.oci is off")
+    findings = Findings()
+    nodes = container_nodes(plan.cluster)
+    for host in nodes:
+        observed = seen.hosts.get(host)
+        if observed is None or observed.unreachable:
+            findings.add(f"{host} not reached", host)
+            continue
+        if not parse_probe(observed.containers).get("crun"):
+            findings.add(f"{host}: no crun, which oci.conf runs", host)
+    return findings.result("oci-runtime", f"crun on {len(nodes)} node(s) for oci.conf's rootless runtime")
+
+
+def check_pyxis(plan: Plan, seen: Observations) -> CheckResult:
+    settings = container_settings(plan.cluster)
+    pyxis = settings.pyxis if settings is not None else None
+    if pyxis is None:
+        return CheckResult("pyxis", Status.SKIPPED, "cluster.slurm.containers.pyxis is not set")
+    findings = Findings()
+    # The hosts verify observes (controllers, accounting host, nodes); login hosts are not among them.
+    hosts = [h for h in pyxis_hosts(plan.cluster) if h in plan.hosts]
+    for host in hosts:
+        observed = seen.hosts.get(host)
+        if observed is None or observed.unreachable:
+            findings.add(f"{host} not reached", host)
+            continue
+        probe = parse_probe(observed.containers)
+        if probe.get("pyxis") != "yes":
+            findings.add(f"{host}: srun --help lists no --container-image (Pyxis not loaded)", host)
+        version = probe.get("enroot", "")
+        if version != pyxis.enroot_version:
+            findings.add(
+                f"{host}: enroot {version or 'absent'}, the inventory pins {pyxis.enroot_version}", host
+            )
+    return findings.result(
+        "pyxis", f"Pyxis loaded by srun and enroot {pyxis.enroot_version} on {len(hosts)} host(s)"
+    )
+
+
+def container_checks(plan: Plan, seen: Observations) -> list[CheckResult]:
+    """The rows, only for an inventory that has containers in jobs."""
+    if container_settings(plan.cluster) is None:
+        return []
+    return [check_oci(plan, seen), check_pyxis(plan, seen)]
