@@ -73,6 +73,8 @@ CORE_RENDERERS: dict[str, str] = {
     # hosts/node_ssh.yaml: who may ssh to compute nodes without a job.
     # hosts/storage.yaml and hosts/nfs-exports/: the shared filesystems and their NFS exports.
     "hosts": "gpucluster.render.hosts:render_hosts",
+    # nodes/: the GPU node software of each node type (role gpu_driver), IMEX domains per block.
+    "nodes": "gpucluster.nodesoftware.render:render_nodes",
 }
 
 

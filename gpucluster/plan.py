@@ -62,6 +62,7 @@ SEVERITY = [
     Update.NODE_LIST,
     Update.STORAGE,
     Update.RESTART,
+    Update.NODE_SOFTWARE,
     Update.MOVE,
     Update.REBUILD,
 ]

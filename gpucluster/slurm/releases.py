@@ -77,6 +77,9 @@ class Packaging:
     munge_explicit: bool = True
     # sackd is packaged (login nodes in configless mode).
     sackd: bool = False
+    # slurm-wlm-nvml-plugin (contrib) is packaged: gres.conf AutoDetect=nvml works with the suite's
+    # packages (forky has none: only sid carries 26.05's).
+    nvml_plugin: bool = False
 
 
 BOOKWORM = Packaging(
@@ -87,6 +90,7 @@ BOOKWORM = Packaging(
     slurmdbd_pid_file="/run/slurmdbd.pid",
     mariadb_snapshot_isolation_off=False,
     pmix=True,
+    nvml_plugin=True,
 )
 TRIXIE = Packaging(
     debian_suite="trixie",
@@ -97,6 +101,7 @@ TRIXIE = Packaging(
     mariadb_snapshot_isolation_off=True,
     pmix=True,
     sackd=True,
+    nvml_plugin=True,
 )
 FORKY = Packaging(
     debian_suite="forky",
