@@ -1,5 +1,6 @@
 """The `nodes/` folder: the GPU node software of each node type with a managed driver.
 
+nodes/hosts.yaml               host -> node type, for every host with node software
 nodes/<type>/software.yaml     what the gpu_driver role installs: packages, services, versions, and
                                the hosts it is for
 nodes/<type>/apt/nvidia-cuda.sources, nvidia-driver.pref
@@ -157,6 +158,10 @@ def render_nodes(cluster: Cluster) -> dict[str, str]:
             files[f"nodes/{name}/apt/nvidia-driver.pref"] = apt_pin(stack)
         if stack.fabric_manager:
             files[f"nodes/{name}/fabricmanager.cfg"] = fabric_manager_cfg()
+    if stacks:
+        # Host -> node type: how the role finds its host's stack.
+        owners = {h: t for t, hosts in cluster.hosts_by_type.items() if t in stacks for h in hosts}
+        files["nodes/hosts.yaml"] = HEADER + dump({h: owners[h] for h in cluster.hosts if h in owners})
     blocks = imex_blocks(cluster, stacks)
     for block, hosts in blocks.items():
         # Addresses only: the IMEX daemon reads every line as a peer.

@@ -44,6 +44,7 @@ class HostSeen:
     served: dict[str, str | None] = field(default_factory=dict)  # configless: fetched file -> sha256
     passwd: str | None = None  # `getent passwd <declared users>`
     all_reduce_perf: str = ""  # path of nccl-tests' all_reduce_perf on a GPU node, "" if none
+    gpu_stack: str = ""  # the node software probe's lines (gpucluster.verify.nodesoftware)
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,7 @@ def _host(value: Any) -> HostSeen:
         served={str(k): (str(v) if v else None) for k, v in served.items()},
         passwd=None if passwd is None else str(passwd),
         all_reduce_perf=_str(value.get("all_reduce_perf")).strip(),
+        gpu_stack=_str(value.get("gpu_stack")),
     )
 
 
