@@ -19,9 +19,9 @@ from typing import Any
 from gpucluster.cluster import Cluster
 from gpucluster.nodesoftware import facts
 from gpucluster.nodesoftware.stack import KEYRING, Stack, resolve_stacks
+from gpucluster.render.templating import header
 from gpucluster.yamlout import dump
 
-HEADER = "# Rendered by gpucluster from the inventory; do not edit (gpucluster render rewrites it).\n"
 IMEX_DIR = "/etc/nvidia-imex"
 IMEX_PORT = 50000
 
@@ -97,9 +97,9 @@ def software_vars(cluster: Cluster, stack: Stack) -> dict[str, Any]:
     return data
 
 
-def apt_sources(stack: Stack) -> str:
+def apt_sources(stack: Stack, head: str) -> str:
     return (
-        HEADER
+        head
         + "# NVIDIA's CUDA repository: trusted with its own key only.\n"
         + "Types: deb\n"
         + f"URIs: {stack.repository_url}\n"
@@ -108,10 +108,10 @@ def apt_sources(stack: Stack) -> str:
     )
 
 
-def apt_pin(stack: Stack) -> str:
+def apt_pin(stack: Stack, head: str) -> str:
     """Every driver-versioned package held at the driver's version (or branch); the repository
     itself below Debian's for everything else."""
-    lines = [HEADER.rstrip("\n")]
+    lines = [head.rstrip("\n")]
     lines += [
         f"# Driver {stack.version or stack.branch}: the driver, its libraries, fabric manager and IMEX "
         "at this version only (1001: even over a newer one).",
@@ -133,14 +133,14 @@ def _host_of(url: str) -> str:
     return rest.split("/", 1)[0]
 
 
-def fabric_manager_cfg() -> str:
+def fabric_manager_cfg(head: str) -> str:
     body = "".join(f"{key}={value}\n" for key, value in FABRIC_MANAGER.items())
-    return HEADER + body
+    return head + body
 
 
-def imex_config() -> str:
+def imex_config(head: str) -> str:
     return (
-        HEADER
+        head
         + "IMEX_NODE_CONFIG_FILE=/etc/nvidia-imex/nodes_config.cfg\n"
         + f"SERVER_PORT={IMEX_PORT}\n"
         + "LOG_FILE_NAME=/var/log/nvidia-imex.log\n"
@@ -150,23 +150,24 @@ def imex_config() -> str:
 
 def render_nodes(cluster: Cluster) -> dict[str, str]:
     stacks = resolve_stacks(cluster).stacks
+    head = header(cluster.name) + "\n"
     files: dict[str, str] = {}
     for name, stack in stacks.items():
-        files[f"nodes/{name}/software.yaml"] = HEADER + dump(software_vars(cluster, stack))
+        files[f"nodes/{name}/software.yaml"] = head + dump(software_vars(cluster, stack))
         if stack.source == "nvidia":
-            files[f"nodes/{name}/apt/nvidia-cuda.sources"] = apt_sources(stack)
-            files[f"nodes/{name}/apt/nvidia-driver.pref"] = apt_pin(stack)
+            files[f"nodes/{name}/apt/nvidia-cuda.sources"] = apt_sources(stack, head)
+            files[f"nodes/{name}/apt/nvidia-driver.pref"] = apt_pin(stack, head)
         if stack.fabric_manager:
-            files[f"nodes/{name}/fabricmanager.cfg"] = fabric_manager_cfg()
+            files[f"nodes/{name}/fabricmanager.cfg"] = fabric_manager_cfg(head)
     if stacks:
         # Host -> node type: how the role finds its host's stack.
         owners = {h: t for t, hosts in cluster.hosts_by_type.items() if t in stacks for h in hosts}
-        files["nodes/hosts.yaml"] = HEADER + dump({h: owners[h] for h in cluster.hosts if h in owners})
+        files["nodes/hosts.yaml"] = head + dump({h: owners[h] for h in cluster.hosts if h in owners})
     blocks = imex_blocks(cluster, stacks)
     for block, hosts in blocks.items():
-        # Addresses only: the IMEX daemon reads every line as a peer.
-        files[f"nodes/imex/{block}/nodes_config.cfg"] = "".join(
+        # One peer address a line; `#` lines are comments.
+        files[f"nodes/imex/{block}/nodes_config.cfg"] = head + "".join(
             f"{node_address(cluster, h)}\n" for h in hosts
         )
-        files[f"nodes/imex/{block}/config.cfg"] = imex_config()
+        files[f"nodes/imex/{block}/config.cfg"] = imex_config(head)
     return files
