@@ -28,6 +28,7 @@ from gpucluster.model import (
     Owner,
     Tenant,
 )
+from gpucluster.nodesoftware.checks import check_node_software
 from gpucluster.slurm.checks import check_slurm, check_state_save
 from gpucluster.slurm.releases import Release, SlurmVersion
 from gpucluster.storage_checks import check_storage
@@ -320,6 +321,7 @@ class _Checker:
         self.check_users()
         self.check_tenants()
         check_slurm(self)
+        check_node_software(self)
         check_storage(self)
         check_state_save(self)
         self.check_roles()

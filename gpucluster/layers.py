@@ -85,6 +85,8 @@ CORE_RENDERERS: dict[str, str] = {
     "hosts": "gpucluster.render.hosts:render_hosts",
     # containers/: Pyxis' plugstack entry, enroot's configuration and the container roles' settings.
     "containers": "gpucluster.slurm.containers:render_containers",
+    # nodes/: the GPU node software of each node type (role gpu_driver), IMEX domains per block.
+    "nodes": "gpucluster.nodesoftware.render:render_nodes",
 }
 
 

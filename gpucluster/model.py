@@ -14,6 +14,7 @@ from pydantic import BeforeValidator, ConfigDict, Field, field_validator, model_
 
 from gpucluster.modelbase import NAME_RE, SLURM_TIME_RE, NameList, Owner, Strict, Update, spec
 from gpucluster.slurm.container_settings import ContainerSettings
+from gpucluster.nodesoftware.model import NodeSoftware
 from gpucluster.slurm.releases import RELEASES, Release, SlurmVersion, known_text, release
 from gpucluster.storage import SharedFilesystem, absolute_path
 
@@ -203,6 +204,13 @@ class NodeType(Strict):
         "Health checks of this node type, run when cluster.slurm.health is set.",
         Update.RENDER_ONLY,
         default_factory=NodeHealth,
+    )
+    software: NodeSoftware | None = spec(
+        "GPU node software the gpu_driver role installs: the driver (Debian's or NVIDIA's "
+        "repository, open or proprietary modules), persistence daemon, fabric manager, IMEX, DCGM, "
+        "container toolkit. Omit where the site or the host image provides them.",
+        Update.NODE_SOFTWARE,
+        default=None,
     )
     extra: dict[Annotated[str, Field(pattern=OPTION_NAME_RE)], OptionValue] = spec(
         "Further options of these NodeName lines (e.g. CpuBind, Port), written verbatim: only "

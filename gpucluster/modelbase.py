@@ -42,6 +42,10 @@ class Update(StrEnum):
         "exports and mounts changed by the nfs_server and shared_storage roles on the hosts that serve "
         "or mount it; a changed mount is remounted (drain its hosts first: jobs lose their files meanwhile)"
     )
+    NODE_SOFTWARE = (
+        "the gpu_driver role on the node type's hosts: drain them, install the new packages, reboot "
+        "where the kernel module changed, resume (running jobs finish first)"
+    )
     REBUILD = "cluster rebuild: drain and reinstall the affected hosts"
     KUBERNETES = "objects re-applied to the Kubernetes API; no Slurm action"
     MOVE = (

@@ -62,6 +62,7 @@ SEVERITY = [
     Update.NODE_LIST,
     Update.STORAGE,
     Update.RESTART,
+    Update.NODE_SOFTWARE,
     Update.MOVE,
     Update.REBUILD,
 ]
@@ -72,19 +73,21 @@ SEVERITY = [
 KUBE = ("kubernetes/*", "helm/*")
 # cluster.monitoring's files: the targets carry each node's type, partitions, switch, block, owner, tenant.
 MON = ("monitoring/*",)
-TOPOLOGY = ("slurm/slurm.conf", "slurm/topology.conf", "slurm/topology.yaml", *KUBE, *MON)
+# IMEX's node lists are the NVLink blocks topology.yaml is written from.
+TOPOLOGY = ("slurm/slurm.conf", "slurm/topology.conf", "slurm/topology.yaml", "nodes/imex/*", *KUBE, *MON)
 REACH: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("cluster.name", ("*",)),
     ("cluster.slurm.health", ("slurm/slurm.conf", "slurm/healthcheck.conf", *KUBE)),
     ("cluster.slurm.cgroup", ("slurm/cgroup.conf", *KUBE)),
     ("cluster.slurm.node_ssh", ("slurm/slurm.conf", "hosts/node_ssh.yaml")),
-    ("cluster.slurm.version", ("slurm/*", *KUBE, *MON)),
+    # The Debian suite of the release decides the driver of source `debian`.
+    ("cluster.slurm.version", ("slurm/*", "nodes/*", *KUBE, *MON)),
     # Controllers, login and accounting hosts also mount the shared filesystems by default.
     (
         "cluster.slurm",
         ("slurm/slurm.conf", "slurm/cgroup.conf", "hosts/storage.yaml", "hosts/nfs-exports/*", *KUBE, *MON),
     ),
-    ("cluster.node_types", ("slurm/*", *KUBE, *MON)),
+    ("cluster.node_types", ("slurm/*", "nodes/*", *KUBE, *MON)),
     ("cluster.partitions", ("slurm/slurm.conf", *KUBE, *MON)),
     ("cluster.fabric", TOPOLOGY),
     ("switches", TOPOLOGY),
@@ -527,6 +530,7 @@ ROUTES: tuple[tuple[str, str], ...] = (
     ("containers/*", "slurm"),
     ("hosts/users.yaml", "users"),
     ("hosts/*", "storage"),
+    ("nodes/*", "gpu_nodes"),
     ("kubernetes/*", "kubernetes"),
     ("helm/*", "kubernetes"),
     ("monitoring/*", "monitoring"),
@@ -621,6 +625,20 @@ def plan_steps(old: Cluster, new: Cluster, result: Plan, found: Procedures | Non
             steps.append(
                 _step("hosts", Action.APPLY, used, text, carried, files=files_by_route.get(kind, []))
             )
+    # 3b. The GPU node software (nodes/), before the daemons that need the driver: a changed stack
+    # on drained hosts, or only the hosts new to a node type with node software.
+    software = take(c for c in changes if c.update == Update.NODE_SOFTWARE)
+    if software or files_by_route.get("gpu_nodes"):
+        text = "playbooks/gpu_nodes.yml (gpu_driver): " + (
+            "the node software of nodes/ on the hosts of its node types (drain them first; reboot "
+            "where the kernel module changed)"
+            if software
+            else "the node software of nodes/ on the hosts new to a node type with one"
+        )
+        used = required_action(software) or Update.RENDER_ONLY
+        steps.append(
+            _step("hosts", Action.APPLY, used, text, software, files=files_by_route.get("gpu_nodes", []))
+        )
     # 4. The leaving nodes are released by their schedulers (Slurm's by the next step's files);
     # nodes removed from Kubernetes leave it (kubelet stopped and disabled, node objects deleted).
     for move, carried in leaving:

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from gpucluster.errors import Problem, format_path
+from gpucluster.k8s.host_software import host_stacks
 from gpucluster.k8s.model import KubernetesSpec, kubernetes_of
 from gpucluster.k8s.names import ADDON_NAMESPACES, hypernode_domains, topology_levels
 from gpucluster.k8s.owners import pods_view
@@ -231,6 +232,14 @@ class _KubernetesChecker:
                 ["gpu_operator", "driver_version"],
                 f"ComputeDomains need driver >= 570.158.01 (driver_version is {version})",
             )
+        # Where the gpu_driver role installs the driver, its version is the node type's.
+        for stack in {s.node_type: s for s in host_stacks(self.cluster).values()}.values():
+            parsed = _version(stack.version) if stack.version else None
+            if parsed is not None and parsed < COMPUTE_DOMAIN_MIN_DRIVER:
+                self.fail(
+                    ["dra", "compute_domains"],
+                    f"ComputeDomains need driver >= 570.158.01; node type {stack.node_type} gets {stack.version}",
+                )
 
     def check_slurm(self) -> None:
         slurm = self.k8s.slurm

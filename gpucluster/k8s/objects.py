@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpucluster.cluster import Cluster
+from gpucluster.k8s.host_software import host_stacks, operator_labels
 from gpucluster.k8s.model import KubernetesSpec
 from gpucluster.k8s.names import (
     GPU_RESOURCE,
@@ -148,10 +149,14 @@ def node_objects(cluster: Cluster, k8s: KubernetesSpec) -> list[Obj]:
         else {}
     )
     nodes = []
+    installed = host_stacks(cluster)
     for host in kubernetes_hosts(cluster):
         owner = cluster.owner_of[host]
         node_type = cluster.node_type(host)
         labels = host_labels(cluster, host)
+        if host in installed:
+            # The gpu_driver role installed these on the host: the GPU Operator keeps off them.
+            labels.update(operator_labels(installed[host]))
         for feature in node_type.features:
             labels[f"gpucluster.io/feature-{k8s_name(feature)}"] = "true"
         labels[OWNER_LABEL] = owner.value

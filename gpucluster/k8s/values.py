@@ -12,6 +12,7 @@ from typing import Any
 from gpucluster import yamlout
 from gpucluster.cluster import Cluster
 from gpucluster.k8s import volcano
+from gpucluster.k8s.host_software import host_owns_everywhere
 from gpucluster.k8s.mirror import apply_mirror
 from gpucluster.k8s.model import KubernetesSpec
 from gpucluster.k8s.names import (
@@ -83,7 +84,9 @@ NFD_WORKER_TOLERATIONS = [
 
 def gpu_operator_values(cluster: Cluster, k8s: KubernetesSpec) -> Values:
     gpu = k8s.gpu_operator
-    driver: Values = {"enabled": gpu.driver == "operator"}
+    # A component the gpu_driver role installs on every Kubernetes GPU node needs no operand at
+    # all; where only some nodes have it, their deploy labels keep the operand off them.
+    driver: Values = {"enabled": gpu.driver == "operator" and not host_owns_everywhere(cluster, "driver")}
     if gpu.driver_version:
         driver["version"] = gpu.driver_version
     values: Values = {
@@ -91,7 +94,7 @@ def gpu_operator_values(cluster: Cluster, k8s: KubernetesSpec) -> Values:
         "nfd": {"enabled": gpu.nfd},
         "cdi": {"enabled": True},
         "driver": driver,
-        "toolkit": {"enabled": gpu.toolkit},
+        "toolkit": {"enabled": gpu.toolkit and not host_owns_everywhere(cluster, "toolkit")},
         # The DRA driver allocates GPUs in `dra` mode: the device plugin must not advertise them too.
         "devicePlugin": {"enabled": k8s.device_allocation == "device-plugin"},
         "mig": {"strategy": gpu.mig_strategy},

@@ -46,6 +46,8 @@ DEFAULT_STATE_DIR = "/var/lib/gpucluster/health"
 DEFAULT_BUDGET = 50.0
 # Seconds each tool may take. scontrol's share is kept back from the checks so that a slow check
 # can never leave the run without time to drain or resume the node.
+# nvidia-smi's exit code when it cannot talk to the NVIDIA driver.
+NVIDIA_SMI_NO_DRIVER = 9
 TOOL_TIMEOUT = {"nvidia-smi": 10.0, "dcgmi": 30.0, "scontrol": 10.0}
 SCONTROL_RESERVE = 2 * TOOL_TIMEOUT["scontrol"]
 # Cheap checks first, so that the slow ones are what a tight budget cuts.
@@ -279,6 +281,13 @@ class Failure:
         return f"{self.check}: {self.saw}"
 
 
+def driver_unanswered(rc: int | None, output: str) -> bool:
+    """nvidia-smi could not talk to the driver: exit 9 (no driver loaded), or NVML failing to
+    initialise (seen as exit 255 "Failed to initialize NVML: Unknown Error" in a container of
+    trixie without the driver)."""
+    return rc == NVIDIA_SMI_NO_DRIVER or (rc not in (None, 0) and "Failed to initialize NVML" in output)
+
+
 def check_gpu_count(exp: Expectations, ctx: Context, state: State) -> Failure | None:
     if exp.gpus <= 0:
         return None
@@ -287,6 +296,12 @@ def check_gpu_count(exp: Expectations, ctx: Context, state: State) -> Failure | 
             result = ctx.run(["nvidia-smi", "-L"])
         except ToolTimeout as exc:
             return Failure("gpu count", str(exc))
+        if driver_unanswered(result.rc, result.out + result.err):
+            # Installed but without a driver that answers (module not loaded, or the GPUs fell off
+            # the bus): nothing can run on this node's GPUs.
+            return Failure(
+                "gpu driver", f"not answering (nvidia-smi exit {result.rc}: {result.first_line()})"
+            )
         if result.rc != 0:
             return Failure("gpu count", f"nvidia-smi -L failed: {result.first_line()}")
         found = sum(1 for line in result.out.splitlines() if line.startswith("GPU "))

@@ -80,6 +80,9 @@ class Packaging:
     # Where the plugins are, under /usr/lib/<multiarch>/ (Debian: slurm-wlm); SPANK plugins such
     # as Pyxis' spank_pyxis.so are installed there.
     plugin_subdir: str = "slurm-wlm"
+    # slurm-wlm-nvml-plugin (contrib) is packaged: gres.conf AutoDetect=nvml works with the suite's
+    # packages (forky has none: only sid carries 26.05's).
+    nvml_plugin: bool = False
 
 
 BOOKWORM = Packaging(
@@ -90,6 +93,7 @@ BOOKWORM = Packaging(
     slurmdbd_pid_file="/run/slurmdbd.pid",
     mariadb_snapshot_isolation_off=False,
     pmix=True,
+    nvml_plugin=True,
 )
 TRIXIE = Packaging(
     debian_suite="trixie",
@@ -100,6 +104,7 @@ TRIXIE = Packaging(
     mariadb_snapshot_isolation_off=True,
     pmix=True,
     sackd=True,
+    nvml_plugin=True,
 )
 FORKY = Packaging(
     debian_suite="forky",

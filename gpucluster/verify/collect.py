@@ -14,6 +14,7 @@ from gpucluster.cluster import Cluster
 from gpucluster.packagedata import data_path
 from gpucluster.tools import venv_env, venv_tool
 from gpucluster.verify.checks import CheckResult, Status, run_checks
+from gpucluster.verify.nodesoftware import node_software_checks
 from gpucluster.verify.observed import Observations, VerifyError, read_observations
 from gpucluster.verify.plan import Plan, make_plan
 
@@ -48,7 +49,7 @@ def verify_cluster(cluster: Cluster, run: PlaybookRunner) -> list[CheckResult]:
         why = host.unreachable if host and host.unreachable else "no observation"
         first = next((line.strip() for line in why.splitlines() if line.strip()), why)
         raise VerifyError(f"cannot reach {plan.controller}, the primary controller: {first}")
-    results = run_checks(plan, seen)
+    results = run_checks(plan, seen) + node_software_checks(plan, seen)
     from gpucluster.verify.containers import container_checks
 
     results += container_checks(plan, seen)

@@ -45,6 +45,7 @@ class HostSeen:
     passwd: str | None = None  # `getent passwd <declared users>`
     all_reduce_perf: str = ""  # path of nccl-tests' all_reduce_perf on a GPU node, "" if none
     containers: str = ""  # gpucluster.verify.containers.CONTAINER_PROBE's output, "" if not probed
+    gpu_stack: str = ""  # the node software probe's lines (gpucluster.verify.nodesoftware)
 
 
 @dataclass(frozen=True)
@@ -107,6 +108,7 @@ def _host(value: Any) -> HostSeen:
         passwd=None if passwd is None else str(passwd),
         all_reduce_perf=_str(value.get("all_reduce_perf")).strip(),
         containers=_str(value.get("containers")),
+        gpu_stack=_str(value.get("gpu_stack")),
     )
 
 

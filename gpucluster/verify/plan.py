@@ -17,6 +17,7 @@ from typing import Any
 from gpucluster.cluster import Cluster, sort_hosts
 from gpucluster.hostlists import compress, expand
 from gpucluster.model import Owner, Partition
+from gpucluster.verify.gpu_probe import GPU_STACK_PROBE, stack_hosts
 
 MUNGE_KEY = "/etc/munge/munge.key"
 CONFIG_DIR = "/etc/slurm"
@@ -146,6 +147,9 @@ class Plan:
                 "served_files": list(self.served_config),
                 "accounting": self.accounting,
                 "all_reduce_perf_paths": list(ALL_REDUCE_PERF_PATHS),
+                # The GPU node software probe, on the hosts whose node type has a stack.
+                "gpu_stack_hosts": list(stack_hosts(self.cluster)),
+                "gpu_stack_probe": GPU_STACK_PROBE,
                 "jobs_script": str(REMOTE_SCRIPT),
                 "containers": self.containers_vars(),
                 "jobs": {

@@ -24,8 +24,9 @@ options:
     required: true
   out:
     description: >-
-      Output directory; files land in O(out)/slurm/, and the Unix accounts (cluster.users,
-      cluster.groups) in O(out)/hosts/users.yaml when the inventory declares any.
+      Output directory; files land in O(out)/slurm/, the Unix accounts (cluster.users,
+      cluster.groups) in O(out)/hosts/users.yaml when the inventory declares any, and the GPU
+      node software (node_types.*.software) in O(out)/nodes/.
     type: path
     required: true
   gpucluster_path:
@@ -243,8 +244,8 @@ def main() -> None:
     except InventoryError as exc:
         module.fail_json(msg="invalid inventory:\n" + "\n".join(str(p) for p in exc.problems))
     # hosts/: the accounts the users role creates on every Slurm host; containers/: Pyxis, enroot;
-    # monitoring/: the monitoring play.
-    files = render_files(cluster, only=["slurm", "hosts", "containers", "monitoring"])
+    # nodes/: the GPU node software (role gpu_driver); monitoring/: the monitoring play.
+    files = render_files(cluster, only=["slurm", "hosts", "containers", "nodes", "monitoring"])
     written: list[str] = []
     if not module.check_mode:
         written = [str(path) for path in write_tree(files, module.params["out"])]

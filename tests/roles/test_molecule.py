@@ -18,6 +18,7 @@ from gpucluster.tools import venv_env, venv_tool
 ROLES = Path(__file__).resolve().parents[2] / "roles"
 SCENARIO_ROLES = sorted(p.parents[2].name for p in ROLES.glob("*/molecule/default/molecule.yml"))
 OURS = [
+    "gpu_driver",
     "monitoring_node_exporter",
     "monitoring_prometheus",
     "munge",
@@ -37,16 +38,23 @@ OURS = [
     "users",
 ]
 # Further scenarios of a role, beside its default one.
-EXTRA_SCENARIOS = [("slurm_compute", "configless"), ("slurm_common", "releases")]
+EXTRA_SCENARIOS = [("slurm_compute", "configless"), ("slurm_common", "releases"), ("gpu_driver", "nvidia")]
+# Default scenarios run on the older releases too: gpu_driver's installs each suite's own driver
+# (22.05 bookworm 535, 24.11 trixie 550; 26.05 forky 550 with the others).
 # The release the roles' own scenarios target (molecule/inventory/*), and the older ones the
 # `releases` scenario converges every Slurm role on.
 SCENARIO_RELEASE = "26.05"
 OLDER_RELEASES = ("24.11", "22.05")
-SCENARIOS = [(role, "default", SCENARIO_RELEASE) for role in OURS] + [
-    (role, scenario, release)
-    for role, scenario in EXTRA_SCENARIOS
-    for release in (OLDER_RELEASES if scenario == "releases" else (SCENARIO_RELEASE,))
-]
+EVERY_RELEASE_DEFAULTS = ("gpu_driver",)
+SCENARIOS = (
+    [(role, "default", SCENARIO_RELEASE) for role in OURS]
+    + [(role, "default", release) for role in EVERY_RELEASE_DEFAULTS for release in OLDER_RELEASES]
+    + [
+        (role, scenario, release)
+        for role, scenario in EXTRA_SCENARIOS
+        for release in (OLDER_RELEASES if scenario == "releases" else (SCENARIO_RELEASE,))
+    ]
+)
 
 pytestmark = pytest.mark.molecule
 

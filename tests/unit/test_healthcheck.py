@@ -360,13 +360,32 @@ def test_gpu_count_uses_nvidia_smi_when_installed(fake: FakeNode) -> None:
     assert fake.node["reason"] == "[health] gpu count: 7 of 8"
 
 
-def test_gpu_count_when_nvidia_smi_fails(fake: FakeNode) -> None:
+def test_a_node_whose_driver_does_not_answer_is_drained(fake: FakeNode) -> None:
+    # nvidia-smi exits 9 when it cannot talk to the driver (as it does installed without one).
     fake.shell_tool(
         "nvidia-smi",
         'echo "NVIDIA-SMI has failed because it couldn\'t communicate with the NVIDIA driver." >&2; exit 9',
     )
     fake.run()
-    assert fake.node["reason"].startswith("[health] gpu count: nvidia-smi -L failed: NVIDIA-SMI has failed")
+    assert fake.node["reason"].startswith(
+        "[health] gpu driver: not answering (nvidia-smi exit 9: NVIDIA-SMI has failed"
+    )
+
+
+def test_nvml_failing_to_initialise_is_a_driver_that_does_not_answer(fake: FakeNode) -> None:
+    fake.shell_tool("nvidia-smi", 'echo "Failed to initialize NVML: Unknown Error"; exit 255')
+    fake.run()
+    assert fake.node["reason"].startswith(
+        "[health] gpu driver: not answering (nvidia-smi exit 255: Failed to initialize NVML: Unknown Error)"
+    )
+
+
+def test_gpu_count_when_nvidia_smi_fails(fake: FakeNode) -> None:
+    fake.shell_tool("nvidia-smi", 'echo "Unable to determine the device handle for GPU0" >&2; exit 15')
+    fake.run()
+    assert fake.node["reason"].startswith(
+        "[health] gpu count: nvidia-smi -L failed: Unable to determine the device handle for GPU0"
+    )
 
 
 def test_a_hung_tool_fails_its_check_and_the_run_stays_in_time(

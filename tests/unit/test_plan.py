@@ -191,15 +191,19 @@ def test_a_kubernetes_node_replaced_is_a_kubernetes_change_with_its_steps(
     assert result.overall == Update.KUBERNETES
     texts = [s.text for s in result.steps]
     assert texts[0] == "kubectl cordon dgx128" and texts[1].startswith("kubectl drain dgx128")
+    # dgx129 gets its node type's GPU driver stack (nodes/hosts.yaml names it now).
+    assert texts[2].startswith(
+        "playbooks/gpu_nodes.yml (gpu_driver): the node software of nodes/ on the hosts new"
+    )
     # The node leaves Kubernetes in steps of their own: kubelet stopped and disabled, node deleted.
-    assert [(s.action, s.text.split(" (")[0]) for s in result.steps[2:4]] == [
+    assert [(s.action, s.text.split(" (")[0]) for s in result.steps[3:5]] == [
         (Action.STOP_DAEMON, "ssh dgx128 systemctl disable --now kubelet"),
         (Action.DELETE, "kubectl delete node dgx128"),
     ]
-    assert "join dgx129 to the Kubernetes cluster first" in texts[4]
+    assert "join dgx129 to the Kubernetes cluster first" in texts[5]
     # The last step reloads Prometheus with dgx129's node-exporter target in place of dgx128's.
-    *kubernetes, monitoring = result.steps
-    assert all(s.update == Update.KUBERNETES for s in kubernetes)
+    *others, monitoring = result.steps
+    assert all(s.update == Update.KUBERNETES for i, s in enumerate(others) if i != 2)
     assert "monitoring/prometheus.yml" in monitoring.files and monitoring.update == Update.SERVICE
 
 

@@ -256,12 +256,12 @@ def test_only_takes_the_parts_help_lists_and_refuses_anything_else(tmp_path: Pat
     typo = run_cli("render", "inventories/superpod", "--out", str(out), "--only", "slurmm")
     assert typo.returncode == 2
     assert (
-        "invalid choice: 'slurmm' (choose from 'slurm', 'hosts', 'containers', 'kubernetes', 'helm', 'monitoring')"
+        "invalid choice: 'slurmm' (choose from 'slurm', 'hosts', 'containers', 'nodes', 'kubernetes', 'helm', 'monitoring')"
         in typo.stderr
     )
     assert tree(out) == before
     listed = " ".join(run_cli("render", "--help").stdout.split())
-    assert all(f"{part} (" in listed for part in ("slurm", "hosts", "kubernetes", "helm"))
+    assert all(f"{part} (" in listed for part in ("slurm", "hosts", "nodes", "kubernetes", "helm"))
 
 
 def test_the_parts_are_the_renderers_folders() -> None:
