@@ -193,6 +193,7 @@ def test_the_lab_upgrades_to_26_05_and_no_job_is_lost(older_lab: OlderLab) -> No
     """The 24.11 lab upgraded in place by playbooks/slurm-upgrade.yml, jobs running, queued and done.
     Expected duration: 8-15 min (the repository cached; the trial and seven hosts' apt runs)."""
     from gpucluster.lab.inventory import write_inventory
+    from gpucluster.lab.lab import lab_hosts
     from gpucluster.lab.paths import REPO_ROOT
     from gpucluster.lab.playbook import run_playbook
     from gpucluster.lab.upgrade_repo import ensure_repo, suite_name
@@ -200,11 +201,14 @@ def test_the_lab_upgrades_to_26_05_and_no_job_is_lost(older_lab: OlderLab) -> No
     lab = older_lab.lab
     _idle(lab)
     repo = ensure_repo("24.11", UPGRADE_TO)
-    for host in lab.cluster.hosts:
+    # The nodes reach no mirror: the image's Debian source is set aside (apt would fail on it), and
+    # the repository is copied where the inventory's packaging points.
+    for host in lab_hosts(lab.cluster):
         container = nodes.container_name(host)
-        subprocess.run(
-            ["podman", "exec", container, "rm", "-rf", REPO_IN_NODES], env=podman_env(), check=True
-        )
+        subprocess.run(["podman", "exec", container, "sh", "-c",
+                        f"rm -rf {REPO_IN_NODES}; if [ -f /etc/apt/sources.list ]; then "
+                        "mv /etc/apt/sources.list /etc/apt/sources.list.unreachable; fi"],
+                       env=podman_env(), check=True)  # fmt: skip
         subprocess.run(
             ["podman", "cp", str(repo), f"{container}:{REPO_IN_NODES}"], env=podman_env(), check=True
         )
