@@ -150,7 +150,7 @@ REPO_IN_NODES = "/srv/gpucluster-slurm-repo"
 # it is running while every daemon it depends on is replaced (bounded: it fails after an hour).
 WAIT_FOR_UPGRADE = (
     "for i in $(seq 720); do "
-    "v=$(scontrol show node -o $(scontrol show hostnames $SLURM_JOB_NODELIST) 2>/dev/null | grep -o 'Version=[0-9]*[.][0-9]*' | sort -u); "
+    "v=$(scontrol show node -o \"$SLURM_JOB_NODELIST\" 2>/dev/null | grep -o 'Version=[0-9]*[.][0-9]*' | sort -u); "
     f'[ "$v" = "Version={UPGRADE_TO}" ] && {{ sleep 20; exit 0; }}; sleep 5; done; exit 1'
 )
 
