@@ -154,12 +154,17 @@ def plan(args: argparse.Namespace) -> int:
     from gpucluster.plan import make_plan, text_lines
 
     result = make_plan(_load(args.old), _load(args.new))
+    # A change Slurm cannot make at all (a downgrade, a jump past the window): the plan is still
+    # printed, with the refusal first, and the exit code is 2 like any inventory that cannot be applied.
+    code = 2 if result.refused else 0
     if args.as_json:
         sys.stdout.write(json.dumps(result.as_dict(), indent=2) + "\n")
-        return 0
+        return code
     for line in text_lines(result):
         out(line)
-    return 0
+    for reason in result.refused:
+        err(reason)
+    return code
 
 
 def trial(args: argparse.Namespace) -> int:

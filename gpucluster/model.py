@@ -1011,16 +1011,43 @@ class SlurmPackages(Strict):
     )
 
 
+class SlurmUpgrade(Strict):
+    """How playbooks/slurm-upgrade.yml carries out a change of slurm.version on a live cluster."""
+
+    backup_dir: Annotated[str, Field(pattern=r"^/\S+$")] = spec(
+        "Where the upgrade keeps its backups, one directory per upgrade (`<from>-to-<to>`): the "
+        "accounting database's dump (mysqldump --single-transaction) on the accounting host and the "
+        "copy of StateSaveLocation on the first controller, mode 0700, never printed. The pre-checks "
+        "refuse to start without free space there for both.",
+        Update.RENDER_ONLY,
+        default="/var/backups/gpucluster-slurm",
+    )
+    batch_size: Annotated[int, Field(ge=1)] = spec(
+        "Compute hosts whose slurmd is upgraded at once: stopped, upgraded, started with the new "
+        "release and waited for (registered, responding) before the next batch. Their running jobs "
+        "keep running (slurmstepd is not restarted); a batch's nodes take no new job meanwhile.",
+        Update.RENDER_ONLY,
+        default=4,
+    )
+
+
 class SlurmSettings(Strict):
     version: Annotated[str, BeforeValidator(_slurm_version)] = spec(
         "Target Slurm release, YY.MM (or YY.MM.P where a maintenance release matters, e.g. "
         "25.05.2): one gpucluster knows (`gpucluster show` lists them and says which are proven "
         "by real daemons). It decides the keys, plugins, files and procedures rendered, and the "
-        "packages installed. Changing it is an upgrade (`gpucluster plan` gives the steps).",
-        Update.REBUILD,
+        "packages installed. Changing it is an upgrade, carried out by playbooks/slurm-upgrade.yml "
+        "(`gpucluster plan` gives the steps and refuses a downgrade or a jump past the new release's "
+        "window); running jobs survive it.",
+        Update.RESTART,
     )
     packages: SlurmPackages = spec(
         "Package source of Slurm on the hosts.", Update.RESTART, default_factory=SlurmPackages
+    )
+    upgrade: SlurmUpgrade = spec(
+        "How a change of `version` is carried out on the live cluster (playbooks/slurm-upgrade.yml).",
+        Update.RENDER_ONLY,
+        default_factory=SlurmUpgrade,
     )
     controller: NameList = spec(
         "Inventory host(s) running slurmctld; the second and later are backups.", Update.RESTART, min_length=1

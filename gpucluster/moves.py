@@ -42,6 +42,7 @@ class Action(StrEnum):
     STOP_DAEMON = "stop-daemon"  # a daemon stopped (and disabled) where it no longer belongs
     DELETE = "delete"  # objects deleted (Kubernetes nodes)
     VERIFY = "verify"  # the result checked on the live cluster
+    UPGRADE = "upgrade"  # a daemon's packages upgraded to the target Slurm release, then waited for
 
 
 @dataclass(frozen=True)

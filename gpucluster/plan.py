@@ -50,6 +50,8 @@ from gpucluster.procedures import (
 )
 from gpucluster.resolved import resolved_view
 from gpucluster.slurm.releases import Release
+from gpucluster.slurm.upgrade import PLAYBOOK as PLAYBOOK_UPGRADE
+from gpucluster.slurm.upgrade import VERSION_PATH, Upgrade, refusal, upgrade_of
 
 # Least to most disruptive.
 SEVERITY = [
@@ -107,6 +109,7 @@ REACH: tuple[tuple[str, tuple[str, ...]], ...] = (
 # rendered file: who carries each out.
 OUTSIDE_FILES: tuple[tuple[str, str], ...] = (
     ("cluster.slurm.packages", "the Slurm roles (package source and pin)"),
+    ("cluster.slurm.upgrade", "playbooks/slurm-upgrade.yml (at the next change of slurm.version)"),
     ("cluster.slurm.rest_api", "the slurm_restd role"),
     ("cluster.slurm.login", "the slurm_login role (the login hosts)"),
     ("cluster.slurm.accounting", "the slurm_dbd role"),
@@ -180,6 +183,11 @@ class Plan:
     ends_jobs: list[EndsJobs] = field(default_factory=list)
     # cluster.monitoring: Prometheus' targets added, removed, relabelled (None: no monitoring).
     monitoring_targets: dict[str, list[str]] | None = None
+    # Changes Slurm cannot make at all (a downgrade, a jump past the new release's window): the
+    # inventory line and why; `gpucluster plan` exits 2.
+    refused: list[str] = field(default_factory=list)
+    # A change of slurm.version Slurm can make: its own steps (playbooks/slurm-upgrade.yml).
+    upgrade: Upgrade | None = None
 
     @property
     def overall(self) -> Update | None:
@@ -189,6 +197,8 @@ class Plan:
         overall = self.overall
         return {
             "release": self.release.name,
+            "refused": list(self.refused),
+            "upgrade": None if self.upgrade is None else self.upgrade.as_dict(),
             "ends_jobs": [e.as_dict() for e in self.ends_jobs],
             "changes": [c.as_dict() for c in self.changes],
             "files": [f.as_dict() for f in self.files],
@@ -444,6 +454,12 @@ def make_plan(
         result.monitoring_targets = target_changes(old, new)
     found = procedures(old, new, {c.path for c in changes}, new_files.get("slurm/slurm.conf"))
     result.ends_jobs = found.ends_jobs
+    refused = refusal(old, new)
+    result.refused = [str(refused)] if refused else []
+    result.upgrade = upgrade_of(old, new)
+    if result.upgrade is not None:
+        # The upgrade goes first: every other change is applied by the new release's daemons.
+        found.before[:0] = upgrade_steps(result.upgrade, [c for c in changes if c.path == VERSION_PATH])
     result.steps = plan_steps(old, new, result, found)
     # Each change carries the policy of the step that carries it out (a partition's MaxTime in the
     # step that restarts the daemons for a new node is applied by that restart); `needs` keeps its own.
@@ -474,6 +490,29 @@ def make_plan(
 
 
 # --- steps -----------------------------------------------------------------------------------------
+
+UPGRADE_ACTIONS = {
+    "prove": Action.VERIFY,
+    "pre-checks": Action.VERIFY,
+    "backup": Action.PREPARE,
+    "verify": Action.VERIFY,
+}
+
+
+def upgrade_steps(upgrade: Upgrade, carried: list[Change]) -> list[Step]:
+    """The upgrade's steps as the plan's (each carries the version change: running jobs survive,
+    the daemons restart with the new release)."""
+    return [
+        _step(
+            Owner.SLURM,
+            UPGRADE_ACTIONS.get(s.name, Action.UPGRADE),
+            Update.RESTART,
+            f"{PLAYBOOK_UPGRADE} {s.text}",
+            carried,
+            s.hosts,
+        )
+        for s in upgrade.steps
+    ]
 
 
 def _is_quota(change: Change, owner: Owner) -> bool:
@@ -819,8 +858,9 @@ def shown(value: Any, limit: int = 100) -> str:
 def text_lines(result: Plan) -> list[str]:
     if not result.changes and not result.files:
         return ["no changes"]
-    # What ends jobs comes first: whoever reads one line reads this.
-    lines = [
+    # What is refused, then what ends jobs, comes first: whoever reads one line reads this.
+    lines = [f"REFUSED: {reason}" for reason in result.refused]
+    lines += [
         f"ENDS JOBS: {e.path}: {e.reason}; playbooks/slurm.yml refuses it unless run with -e {CONFIRM}=true"
         for e in result.ends_jobs
     ]
@@ -846,6 +886,12 @@ def text_lines(result: Plan) -> list[str]:
         if targets.get(kind):
             lines.append(f"monitoring targets {kind} ({len(targets[kind])}):")
             lines += [f"  {target}" for target in targets[kind]]
+    if result.upgrade is not None:
+        up = result.upgrade
+        lines.append(
+            f"upgrade: Slurm {up.old} -> {up.new} by {PLAYBOOK_UPGRADE} (steps 1-{len(up.steps)}; backups in "
+            f"{up.backup}; a second run continues where one stopped)"
+        )
     if result.steps:
         lines.append(f"steps (Slurm {result.release.name}):")
         for number, step in enumerate(result.steps, 1):

@@ -16,8 +16,7 @@ step is something a person can paste, and playbooks/slurm.yml carries it out its
   the new one before slurmctld is restarted towards it;
 - the state: slurmctld stopped on every controller and the state copied before it starts on the
   new location;
-- what cannot avoid ending jobs (a release that cannot read the running one's state, a SwitchType
-  change, the state's filesystem replaced under it): plan says so in its first line, and the
+- what cannot avoid ending jobs (a SwitchType change, the state's filesystem replaced under it): plan says so in its first line, and the
   playbook refuses (`slurm_ending_changes`) unless run with `-e gpucluster_end_jobs=true`.
 """
 
@@ -32,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from gpucluster.hostlists import compress
 from gpucluster.modelbase import Owner, Update
 from gpucluster.moves import Action, Step, on_hosts
-from gpucluster.slurm.releases import RELEASES, SlurmVersion, upgrade_path
+from gpucluster.slurm.releases import RELEASES
 from gpucluster.storage import filesystem_of
 
 if TYPE_CHECKING:
@@ -372,33 +371,6 @@ def _backing(fs: SharedFilesystem) -> tuple[Any, ...]:
 def ending_changes(old: Cluster, new: Cluster, changed: set[str]) -> list[EndsJobs]:
     """Changes Slurm cannot make without ending jobs (on the new inventory's release)."""
     found = []
-    if "cluster.slurm.version" in changed:
-        before, after = old.release, new.release
-        if SlurmVersion.parse(old.spec.slurm.version) > SlurmVersion.parse(new.spec.slurm.version):
-            found.append(
-                EndsJobs(
-                    "cluster.slurm.version",
-                    f"Slurm cannot go back from {old.spec.slurm.version} to {new.spec.slurm.version}: an older "
-                    "slurmctld cannot read the newer state, so every running and pending job is lost",
-                )
-            )
-        elif before.name != after.name and before.name not in after.upgrades_from:
-            try:
-                chain = upgrade_path(before.name, after.name) or ()
-            except ValueError:
-                chain = ()
-            via = (
-                f"upgrade through {', then '.join(chain)} first (an inventory at each release, applied), then to {after.name}"
-                if chain
-                else "upgrade one release at a time"
-            )
-            found.append(
-                EndsJobs(
-                    "cluster.slurm.version",
-                    f"Slurm {after.name} reads the state of {', '.join(after.upgrades_from)} only: its slurmctld "
-                    f"cannot read {before.name}'s, so every running and pending job is lost; {via}",
-                )
-            )
     for key in ("SwitchType",):
         path = f"cluster.slurm.extra.{key}"
         if path in changed and old.hosts_owned_by(Owner.SLURM):

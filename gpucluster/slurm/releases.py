@@ -491,3 +491,45 @@ def stepping_stones(old: str, new: str) -> tuple[str, ...]:
     """Releases that read `old` directly and that `new` reads directly: where to go first."""
     after = RELEASES[new]
     return tuple(name for name in after.upgrades_from if old in RELEASES[name].upgrades_from)
+
+
+def upgrade_refusal(old: str | SlurmVersion, new: str | SlurmVersion) -> str | None:
+    """Why Slurm cannot go from `old` to `new` on a live cluster (None: it can, in one step).
+
+    Slurm never goes back (slurmdbd converts the database, slurmctld rewrites its state, and no
+    older release reads either), and a release reads the database and state of the releases in
+    its window only (`upgrades_from`): a jump past it names the releases to step through."""
+    before = old if isinstance(old, SlurmVersion) else SlurmVersion.parse(old)
+    after = new if isinstance(new, SlurmVersion) else SlurmVersion.parse(new)
+    if after < before:
+        return (
+            f"Slurm cannot go back from {before} to {after}: slurmdbd converts the accounting database and "
+            f"slurmctld rewrites its state for {before.release}, and no older release reads them; keep "
+            f"slurm.version at {before} (a backup taken before an upgrade restores only with every daemon "
+            "stopped, losing what ran since)"
+        )
+    target = RELEASES[after.release]
+    if before.release == after.release or before.release in target.upgrades_from:
+        return None
+    window = list(target.upgrades_from)
+    reads = ", ".join(window[:-1]) + f" and {window[-1]}" if len(window) > 1 else window[0]
+    stones = stepping_stones(before.release, after.release)
+    if stones:
+        first = " or ".join(stones) if len(stones) < 3 else ", ".join(stones[:-1]) + f" or {stones[-1]}"
+        reads_old = "it reads" if len(stones) == 1 else "each reads"
+        how = f"upgrade to {first} first ({reads_old} {before.release}'s), then to {after.release}"
+    else:
+        try:
+            chain = upgrade_path(before.release, after.release) or ()
+        except ValueError:
+            chain = ()
+        how = (
+            f"upgrade through {', then '.join(chain)} first (an inventory at each release, applied), "
+            f"then to {after.release}"
+            if chain
+            else "upgrade one release at a time"
+        )
+    return (
+        f"Slurm {after.release} reads the accounting database and the state of {reads} only, not "
+        f"{before.release}'s (its slurmdbd stops: the database schema is too old): {how}"
+    )

@@ -145,6 +145,13 @@ health_program:
     slurm_health role installs it on the nodes).
   type: str
   returned: always
+upgrade:
+  description: >-
+    How playbooks/slurm-upgrade.yml upgrades a live cluster (cluster.slurm.upgrade): backup_dir
+    (the backups' directory on the accounting host and the first controller) and batch_size
+    (compute hosts whose slurmd is upgraded at once).
+  type: dict
+  returned: always
 served_files:
   description: >-
     The files slurmctld serves to a configless slurmd of this Slurm release (empty when not
@@ -219,6 +226,8 @@ def classify(cluster: Any) -> dict[str, Any]:
             },
         },
         "health_program": str(program_path()),
+        # playbooks/slurm-upgrade.yml: where its backups go, how many slurmd at once.
+        "upgrade": {"backup_dir": slurm.upgrade.backup_dir, "batch_size": slurm.upgrade.batch_size},
     }
 
 

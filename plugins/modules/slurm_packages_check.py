@@ -37,6 +37,13 @@ options:
     description: Debian suite that carries O(release), for the message; empty when none does.
     type: str
     default: ""
+  upgrading_from:
+    description: >-
+      Releases whose installed packages are accepted because the caller upgrades them to
+      O(release) (playbooks/slurm-upgrade.yml: the releases O(release) reads); empty elsewhere.
+    type: list
+    elements: str
+    default: []
 author: gpucluster maintainers (!UNKNOWN)
 """
 
@@ -57,6 +64,12 @@ offered:
   returned: always
 installed:
   description: Installed Slurm packages -> version.
+  type: dict
+  returned: always
+targets:
+  description: >-
+    Installed Slurm packages -> the newest version of O(release) the sources offer for it (empty
+    when they offer none): what an upgrade installs.
   type: dict
   returned: always
 """
@@ -82,7 +95,13 @@ def patch_of(version: str) -> tuple[int, int, int] | None:
 
 
 def problems(
-    host: str, release: str, minimum: str | None, offered: str, installed: dict[str, str], suite: str
+    host: str,
+    release: str,
+    minimum: str | None,
+    offered: str,
+    installed: dict[str, str],
+    suite: str,
+    upgrading_from: tuple[str, ...] = (),
 ) -> list[str]:
     """What keeps this host from getting Slurm `release`, in words an operator acts on."""
     found: list[str] = []
@@ -102,7 +121,8 @@ def problems(
         found.append(
             f"{host}: its package sources offer Slurm {offered}; the inventory needs {minimum} or later"
         )
-    others = {name: version for name, version in installed.items() if release_of(version) != release}
+    accepted = {release, *upgrading_from}
+    others = {name: version for name, version in installed.items() if release_of(version) not in accepted}
     if others:
         listed = ", ".join(f"{name} {version}" for name, version in sorted(others.items()))
         running = release_of(next(iter(others.values()))) or "another release"
@@ -123,6 +143,7 @@ def main() -> None:
             "minimum": {"type": "str", "required": False},
             "package": {"type": "str", "default": "slurm-client"},
             "suite_hint": {"type": "str", "default": ""},
+            "upgrading_from": {"type": "list", "elements": "str", "default": []},
         },
         supports_check_mode=True,
     )
@@ -143,6 +164,12 @@ def main() -> None:
         for pkg in cache
         if pkg.installed is not None and SLURM_PACKAGE_RE.match(pkg.shortname)
     }
+    targets = {
+        name: next(
+            (v.version for v in cache[name].versions if release_of(v.version) == module.params["release"]), ""
+        )
+        for name in installed
+    }
     found = problems(
         module.params["host"],
         module.params["release"],
@@ -150,10 +177,11 @@ def main() -> None:
         offered,
         installed,
         module.params["suite_hint"],
+        tuple(module.params["upgrading_from"]),
     )
     if found:
-        module.fail_json(msg="\n".join(found), offered=offered, installed=installed)
-    module.exit_json(changed=False, offered=offered, installed=installed)
+        module.fail_json(msg="\n".join(found), offered=offered, installed=installed, targets=targets)
+    module.exit_json(changed=False, offered=offered, installed=installed, targets=targets)
 
 
 if __name__ == "__main__":

@@ -16,13 +16,18 @@ import json
 import os
 import re
 import shutil
+import subprocess
+import tempfile
+import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from gpucluster.lab.paths import DEFAULT_INVENTORY
+from gpucluster.lab import nodes
+from gpucluster.lab.paths import DEFAULT_INVENTORY, podman_env
 from gpucluster.layers import load_cluster
 
 from .conftest import LAB_UP_TIMEOUT, Lab, plain_gres, run_scrubbed
@@ -135,3 +140,152 @@ def test_a_job_submitted_on_the_login_node_runs(older_lab: OlderLab) -> None:
 def test_a_node_moves_to_kubernetes_and_back(older_lab: OlderLab) -> None:
     _idle(older_lab.lab)
     move_out_and_back(older_lab.lab, older_lab.inventory)
+
+
+# --- the upgrade: 24.11 -> 26.05 on the 24.11 lab, with jobs running (issue 22) ------------------------
+
+UPGRADE_TO = "26.05"
+REPO_IN_NODES = "/srv/gpucluster-slurm-repo"
+# A job that runs until slurmd on each of its nodes reports the new release, then a little longer:
+# it is running while every daemon it depends on is replaced (bounded: it fails after an hour).
+WAIT_FOR_UPGRADE = (
+    "for i in $(seq 720); do "
+    "v=$(scontrol show node -o \"$SLURM_JOB_NODELIST\" 2>/dev/null | grep -o 'Version=[0-9]*[.][0-9]*' | sort -u); "
+    f'[ "$v" = "Version={UPGRADE_TO}" ] && {{ sleep 20; exit 0; }}; sleep 5; done; exit 1'
+)
+
+
+def _accounting(lab: Lab) -> dict[str, str]:
+    """Associations, QOS and fair-share shares as sacctmgr and sshare print them."""
+    return {
+        "associations": lab.ok("sacctmgr", "--noheader", "--parsable2", "show", "associations",
+                               "format=Cluster,Account,User,Share,QOS,DefaultQOS,GrpTRES,MaxTRES"),
+        "qos": lab.ok("sacctmgr", "--noheader", "--parsable2", "show", "qos", "format=Name,Priority,MaxTRESPerUser,GrpTRES"),
+        "shares": lab.ok("sshare", "--noheader", "--parsable2", "--all", "--format=Account,User,RawShares"),
+    }  # fmt: skip
+
+
+def _probe(lab: Lab, stop: threading.Event, refused: list[float], tries: list[float]) -> None:
+    """Submit a tiny job from the login node every few seconds; note when one is refused."""
+    while not stop.is_set():
+        started = time.monotonic()
+        proc = lab.sh("timeout", "20", "sbatch", "--parsable", "--output=/dev/null", "--time=1", "--wrap=true",
+                      user="bob", host="login01", timeout=40)  # fmt: skip
+        tries.append(started)
+        if proc.returncode != 0:
+            refused.append(started)
+        stop.wait(3)
+
+
+def _refused_seconds(refused: list[float], tries: list[float]) -> float:
+    """Seconds from a refused probe to the next accepted one, summed."""
+    total, since = 0.0, None
+    for at in sorted(tries):
+        if at in refused:
+            since = at if since is None else since
+        elif since is not None:
+            total, since = total + (at - since), None
+    return total + ((tries[-1] - since) if since is not None and tries else 0.0)
+
+
+@pytest.mark.parametrize("older_lab", ["24.11"], indirect=True)
+def test_the_lab_upgrades_to_26_05_and_no_job_is_lost(older_lab: OlderLab) -> None:
+    """The 24.11 lab upgraded in place by playbooks/slurm-upgrade.yml, jobs running, queued and done.
+    Expected duration: 8-15 min (the repository cached; the trial and seven hosts' apt runs)."""
+    from gpucluster.lab.inventory import write_inventory
+    from gpucluster.lab.lab import lab_hosts
+    from gpucluster.lab.paths import REPO_ROOT
+    from gpucluster.lab.playbook import run_playbook
+    from gpucluster.lab.upgrade_repo import ensure_repo, suite_name
+
+    lab = older_lab.lab
+    _idle(lab)
+    repo = ensure_repo("24.11", UPGRADE_TO)
+    # The nodes reach no mirror: the image's Debian source is set aside (apt would fail on it), and
+    # the repository is copied where the inventory's packaging points.
+    for host in lab_hosts(lab.cluster):
+        container = nodes.container_name(host)
+        subprocess.run(["podman", "exec", container, "sh", "-c",
+                        f"rm -rf {REPO_IN_NODES}; if [ -f /etc/apt/sources.list ]; then "
+                        "mv /etc/apt/sources.list /etc/apt/sources.list.unreachable; fi"],
+                       env=podman_env(), check=True)  # fmt: skip
+        subprocess.run(
+            ["podman", "cp", str(repo), f"{container}:{REPO_IN_NODES}"], env=podman_env(), check=True
+        )
+    # History: jobs that ended before the upgrade.
+    done = [
+        lab.submit("--wait", "--gres=gpu:h100:1", "--wrap=hostname", user=user) for user in ("alice", "bob")
+    ]
+    long_job = lab.submit("-N2", "--gres=gpu:h100:2", f"--wrap={WAIT_FOR_UPGRADE}", user="alice")
+    array = lab.submit("--array=1-3", "--gres=gpu:h100:1", f"--wrap={WAIT_FOR_UPGRADE}", user="bob")
+    pending = lab.submit(
+        f"--dependency=afterok:{long_job}", "--gres=gpu:h100:1", "--wrap=hostname", user="carol"
+    )
+    lab.wait(lambda: lab.ok("squeue", "--noheader", f"--jobs={long_job}", "--format=%T").strip() == "RUNNING",
+             120, "the long job to start")  # fmt: skip
+    before = _accounting(lab)
+
+    cluster_file = older_lab.inventory / "group_vars" / "all" / "cluster.yml"
+    text = cluster_file.read_text()
+    cluster_file.write_text(text.replace(
+        '    version: "24.11"\n',
+        f'    version: "{UPGRADE_TO}"\n    packages:\n      repository:\n        url: "file://{REPO_IN_NODES}"\n'
+        f"        suite: {suite_name(UPGRADE_TO)}\n        key: {repo / 'key.asc'}\n",
+    ))  # fmt: skip
+    upgraded = load_cluster(older_lab.inventory)
+    plan = subprocess.run([str(REPO_ROOT / ".venv/bin/gpucluster"), "plan", "--json", str(_inventory_for("24.11", Path(tempfile.mkdtemp()))), str(older_lab.inventory)],
+                          capture_output=True, text=True, check=False)  # fmt: skip
+    assert plan.returncode == 0, plan.stderr
+    assert [s["name"] for s in json.loads(plan.stdout)["upgrade"]["steps"]][:2] == ["prove", "pre-checks"]
+
+    stop, refused, tries = threading.Event(), [], []
+    prober = threading.Thread(target=_probe, args=(lab, stop, refused, tries), daemon=True)
+    prober.start()
+    started = time.monotonic()
+    try:
+        run = run_playbook(write_inventory(older_lab.inventory, upgraded), print,
+                           REPO_ROOT / "playbooks" / "slurm-upgrade.yml")  # fmt: skip
+    finally:
+        stop.set()
+        prober.join(60)
+    took = time.monotonic() - started
+    print(f"upgrade 24.11 -> {UPGRADE_TO}: {took:.0f} s (playbook {run.seconds:.0f} s); submissions refused "
+          f"for {_refused_seconds(refused, tries):.0f} s ({len(refused)} of {len(tries)} probes)")  # fmt: skip
+    lab.cluster = upgraded
+
+    # Every daemon reports the new release.
+    for host, program in (
+        ("ctl01", "slurmctld"),
+        ("ctl02", "slurmdbd"),
+        ("gpu01", "slurmd"),
+        ("login01", "sinfo"),
+    ):
+        assert lab.ok(program, "-V", host=host).split()[-1].startswith(f"{UPGRADE_TO}."), (host, program)
+    assert {v[:5] for v in lab.ok("sinfo", "--noheader", "--Node", "--format=%v").split()} == {UPGRADE_TO}
+
+    # The running jobs completed normally, the pending one started after the upgrade.
+    jobs = [long_job, *(f"{array}_{i}" for i in (1, 2, 3)), pending]
+    lab.wait(lambda: lab.ok("squeue", "--noheader", "--user=alice,bob,carol").strip() == "", 300,
+             "the jobs of before the upgrade to end")  # fmt: skip
+    for job in jobs:
+        shown = lab.sh("scontrol", "show", "job", job).stdout  # gone once older than MinJobAge
+        assert not shown or ("JobState=COMPLETED" in shown and "Restarts=0" in shown), shown
+        # Every record of the job, requeues included: one, completed.
+        records = lab.ok("sacct", "--noheader", "--parsable2", "--duplicates", f"--jobs={job}", "--allocations",
+                         "--format=State,ExitCode").split()  # fmt: skip
+        assert records == ["COMPLETED|0:0"], (job, records)
+    rows = {
+        line.split("|")[0]: line.split("|")
+        for line in lab.ok("sacct", "--noheader", "--parsable2", "--allocations", "--starttime=now-1day",
+                           "--format=JobID,User,Account,State,ExitCode,AllocTRES,Start").splitlines()
+    }  # fmt: skip
+    for job in [*done, *jobs]:
+        _, user, account, state, code, tres, _ = rows[job]
+        assert (state, code) == ("COMPLETED", "0:0") and user and account and "gres/gpu=" in tres, rows[job]
+    assert rows[pending][6] > time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(time.time() - took - 60))
+    assert _accounting(lab) == before
+
+    proc = run_scrubbed(".venv/bin/gpucluster lab verify --json", timeout=900)
+    report = json.loads(proc.stdout)
+    failed = [c for c in report["checks"] if c["status"] == "fail"]
+    assert proc.returncode == 0 and report["ok"] and not failed, json.dumps(failed, indent=1) + proc.stderr

@@ -179,6 +179,8 @@ def test_plan_json_with_changes_and_moves(inventories: InventoryFactory) -> None
     unchanged = output(run_cli("plan", "--json", "inventories/lab", "inventories/lab"), "plan")
     assert unchanged == {
         "release": "26.05",
+        "refused": [],
+        "upgrade": None,
         "ends_jobs": [],
         "changes": [],
         "files": [],

@@ -1,0 +1,194 @@
+"""A change of `slurm.version` on a live cluster: refused, or the ordered steps of the upgrade.
+
+Slurm's order (upgrades.shtml): slurmdbd first (it converts the accounting database), then
+slurmctld (it converts its state), then every slurmd, then the clients; running jobs survive
+because slurmstepd is never restarted and the new daemons read the old release's messages within
+the window (gpucluster.slurm.releases). playbooks/slurm-upgrade.yml (role slurm_upgrade) carries
+these steps out, each deciding from the versions it finds installed whether it still has work, so
+that a second run continues where the first stopped. `gpucluster plan` prints them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from gpucluster.hostlists import compress
+from gpucluster.modelbase import Owner
+from gpucluster.slurm.releases import SlurmVersion, upgrade_refusal
+
+if TYPE_CHECKING:
+    from gpucluster.cluster import Cluster
+    from gpucluster.errors import Problem
+
+PLAYBOOK = "playbooks/slurm-upgrade.yml"
+VERSION_PATH = "cluster.slurm.version"
+
+
+@dataclass(frozen=True)
+class UpgradeStep:
+    """One step of the upgrade: what it does where, and what it waits for before the next."""
+
+    name: str
+    hosts: tuple[str, ...]
+    does: str
+    waits_for: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "hosts": list(self.hosts), "does": self.does, "waits_for": self.waits_for}
+
+    @property
+    def text(self) -> str:
+        where = f" on {compress(list(self.hosts))}" if self.hosts else ""
+        return f"{self.name}{where}: {self.does}; waits for {self.waits_for}"
+
+
+@dataclass(frozen=True)
+class Upgrade:
+    old: SlurmVersion
+    new: SlurmVersion
+    backup: str  # the directory of this upgrade's backups, on the accounting host and the first controller
+    steps: tuple[UpgradeStep, ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "from": str(self.old),
+            "to": str(self.new),
+            "playbook": PLAYBOOK,
+            "backup": self.backup,
+            "steps": [s.as_dict() for s in self.steps],
+        }
+
+
+def versions(old: Cluster, new: Cluster) -> tuple[SlurmVersion, SlurmVersion] | None:
+    """The two versions, when the inventories target different ones."""
+    before, after = old.version, new.version
+    return None if before == after else (before, after)
+
+
+def refusal(old: Cluster, new: Cluster) -> Problem | None:
+    """The new inventory's `slurm.version` line, when Slurm cannot go there from the old one."""
+    found = versions(old, new)
+    if found is None:
+        return None
+    reason = upgrade_refusal(*found)
+    if reason is None:
+        return None
+    return new.inventory.cluster_file.problem(VERSION_PATH, reason)
+
+
+def batches(hosts: list[str], size: int) -> list[list[str]]:
+    return [hosts[i : i + size] for i in range(0, len(hosts), size)]
+
+
+def upgrade_of(old: Cluster, new: Cluster) -> Upgrade | None:
+    """The steps from the old inventory's version to the new one's (None: no upgrade, or refused)."""
+    found = versions(old, new)
+    if found is None or upgrade_refusal(*found) is not None:
+        return None
+    before, after = found
+    slurm = new.spec.slurm
+    settings = slurm.upgrade
+    backup = f"{settings.backup_dir}/{before}-to-{after}"
+    controllers = list(slurm.controller)
+    primary, backups = controllers[0], controllers[1:]
+    dbd = [slurm.accounting.host] if slurm.accounting else []
+    compute = new.hosts_owned_by(Owner.SLURM)
+    login = [h for h in slurm.login if h not in controllers]
+    every = list(dict.fromkeys([*controllers, *dbd, *compute, *login]))
+    target = after.release
+    steps = [
+        UpgradeStep(
+            "prove",
+            (),
+            f"`gpucluster trial` of the new inventory starts Slurm {target}'s real daemons on the files rendered "
+            "for it (on the Ansible controller, before any host changes)",
+            "the trial to pass; no host is touched otherwise",
+        ),
+        UpgradeStep(
+            "pre-checks",
+            tuple(every),
+            f"the package sources of every host offer {target}; slurmctld answers (`scontrol ping`)"
+            + (", slurmdbd answers (`sacctmgr show cluster`)" if dbd else "")
+            + "; every node responds (a node DOWN or NOT_RESPONDING with a job would lose it); "
+            f"free space in {settings.backup_dir} for the database dump and the state copy",
+            "every check to pass; nothing is changed before",
+        ),
+    ]
+    if dbd:
+        steps += [
+            UpgradeStep(
+                "backup",
+                tuple(dbd),
+                f"mysqldump --single-transaction of the accounting database into {backup} (mode 0700; "
+                "the dump is never printed)",
+                "the dump to be complete",
+            ),
+            UpgradeStep(
+                "slurmdbd",
+                tuple(dbd),
+                f"stop slurmdbd (slurmctld keeps the records it cannot send, up to MaxDBDMsgs), upgrade its "
+                f"packages with apt to {target}, start it: it converts the database",
+                "the conversion, with no time limit (its log is polled and shown), then `sacctmgr show "
+                f"cluster` answering from {target}",
+            ),
+        ]
+    for host in reversed(backups):
+        steps.append(
+            UpgradeStep(
+                "slurmctld (backup)",
+                (host,),
+                f"stop the backup slurmctld and upgrade its packages to {target} (not started: it must not "
+                "take over from the old primary)",
+                "the packages installed; the primary keeps answering meanwhile",
+            )
+        )
+    steps.append(
+        UpgradeStep(
+            "slurmctld (primary)",
+            (primary,),
+            f"stop slurmctld, copy StateSaveLocation ({slurm.state_dir}) into {backup}, upgrade to {target} "
+            "with the new files, start it: it converts its state (commands and submissions wait meanwhile; "
+            "running jobs go on)",
+            f"slurmctld answering as {target} and holding every job it held before",
+        )
+    )
+    if backups:
+        steps.append(
+            UpgradeStep(
+                "slurmctld (backups started)",
+                tuple(backups),
+                f"start the upgraded backup slurmctld ({target})",
+                "`scontrol ping` to list every controller UP",
+            )
+        )
+    groups = batches(compute, settings.batch_size)
+    for number, batch in enumerate(groups, 1):
+        steps.append(
+            UpgradeStep(
+                f"slurmd batch {number}/{len(groups)}",
+                tuple(batch),
+                f"stop slurmd, upgrade to {target} with the new files, start slurmd (running jobs go on: "
+                "slurmstepd is not restarted)",
+                f"every node of the batch registered with {target} and responding",
+            )
+        )
+    if login:
+        steps.append(
+            UpgradeStep(
+                "login and clients",
+                tuple(login),
+                f"upgrade the client commands{' and sackd' if new.release.sackd else ''} to {target} with the new files",
+                "`sinfo` answering there",
+            )
+        )
+    steps.append(
+        UpgradeStep(
+            "verify",
+            tuple(every),
+            f"every host's Slurm packages are {target}; every daemon reports {target}; the running jobs are "
+            "still running",
+            "`gpucluster verify` of the new inventory to pass",
+        )
+    )
+    return Upgrade(before, after, backup, tuple(steps))
