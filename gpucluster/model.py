@@ -13,8 +13,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 from gpucluster.modelbase import NAME_RE, SLURM_TIME_RE, NameList, Owner, Strict, Update, spec
-from gpucluster.slurm.container_settings import ContainerSettings
 from gpucluster.nodesoftware.model import NodeSoftware
+from gpucluster.slurm.container_settings import ContainerSettings
 from gpucluster.slurm.releases import RELEASES, Release, SlurmVersion, known_text, release
 from gpucluster.storage import SharedFilesystem, absolute_path
 
