@@ -90,7 +90,7 @@ def test_pyxis_renders_its_entry_enroot_conf_mounts_and_the_roles_settings(
         )
     )
     files = render_files(cluster)
-    assert "include /etc/slurm/plugstack.conf.d/*.conf" in files["slurm/plugstack.conf"]
+    assert "include /etc/slurm/plugstack.conf.d/pyxis.conf" in files["slurm/plugstack.conf"]
     assert "required spank_pyxis.so" in files["containers/pyxis.conf"].splitlines()
     enroot = files["containers/enroot.conf"]
     assert re.search(r"^ENROOT_RUNTIME_PATH +/run/enroot/user-\$\(id -u\)$", enroot, re.MULTILINE)

@@ -159,8 +159,11 @@ def test_plan_prints_the_steps_and_json(inventories: InventoryFactory) -> None:
     assert doc["overall"]["update"] == "move"
     actions = [s["action"] for s in doc["steps"]]
     assert actions == [
-        "lower-quotas", "stop-placing", "wait-empty", "apply", "apply", "release", "apply", "claim", "raise-quotas"
+        "lower-quotas", "stop-placing", "wait-empty", "apply", "apply", "release", "apply", "claim", "raise-quotas",
+        "apply",
     ]  # fmt: skip
+    # Last, Prometheus takes gpu04's target relabelled (owner kubernetes).
+    assert doc["steps"][-1]["text"].startswith("playbooks/monitoring.yml")
     assert doc["steps"][7] == {**doc["steps"][7], "scheduler": "kubernetes", "hosts": ["gpu04"]}
     # The plan's own walk keeps the move's promises too.
     old, new = load_cluster(old_dir), load_cluster(new_dir)
