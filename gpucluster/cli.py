@@ -180,7 +180,10 @@ def trial(args: argparse.Namespace) -> int:
         with Progress() as progress:
             progress(f"trial: slurmctld {cluster.release.name} on the Slurm files of {args.inventory}")
             result = run_trial(
-                cluster, render_files(cluster, only=["slurm", "containers"]), seconds=args.seconds, progress=progress
+                cluster,
+                render_files(cluster, only=["slurm", "containers"]),
+                seconds=args.seconds,
+                progress=progress,
             )
             progress("trial: done")
     except TrialUnavailable as exc:
