@@ -38,15 +38,29 @@ def readme_commands() -> ReadmeCommands:
 
 # Tests that share one live thing run on one pytest-xdist worker, in order: the lab's
 # containers, and the Molecule container every Slurm role's scenario names gcmol01. The README's
-# test command runs two workers (pyproject addopts), so the lab and Molecule run side by side.
+# test command runs three workers (pyproject addopts): the 26.05 lab, the older releases' labs and
+# Molecule run side by side (most of their time is spent waiting on daemons and containers).
 # (A scheduler of our own: xdist's `xdist_group` marks are ignored under pytest 9.)
 SERIAL_DIRS = {
     "lab": "the lab",
     "roles": "the gcmol01 Molecule container",
     "packaging": "the wheel and the collection built once per session",
 }
-# Files whose tests share one module fixture that costs minutes: on two workers it would run twice.
+# Files whose tests share one module fixture that costs minutes: on several workers it would run twice.
 SERIAL_FILES = {"tests/k8s/test_molecule.py": "the Kubernetes roles' Molecule scenarios"}
+
+
+MOLECULE_SCENARIOS = "tests/roles/test_molecule.py::test_molecule_scenario["
+
+
+def scenario_containers(nodeid: str) -> str | None:
+    """The containers a Molecule scenario test creates (`role-scenario-release` in its id)."""
+    if not nodeid.startswith(MOLECULE_SCENARIOS):
+        return None
+    role, scenario, _ = nodeid[len(MOLECULE_SCENARIOS) : -1].rsplit("-", 2)
+    config = REPO / "roles" / role / "molecule" / scenario / "molecule.yml"
+    names = re.findall(r"^\s*- name: (\S+)", config.read_text(encoding="utf-8"), re.MULTILINE)
+    return ",".join(sorted(names)) or None
 
 
 def serial_scope(nodeid: str) -> str:
@@ -54,6 +68,12 @@ def serial_scope(nodeid: str) -> str:
     path = nodeid.split("::", 1)[0]
     if path in SERIAL_FILES:
         return SERIAL_FILES[path]
+    # A scenario whose containers no other scenario names runs beside the others (the Slurm
+    # roles' scenarios share gcmol01 and stay together; one role's scenario on several releases
+    # shares its containers and stays together too).
+    containers = scenario_containers(nodeid)
+    if containers is not None and containers != "gcmol01":
+        return f"Molecule containers {containers}"
     parts = path.split("/")
     if len(parts) > 2 and parts[0] == "tests" and parts[1] in SERIAL_DIRS:
         return SERIAL_DIRS[parts[1]]
