@@ -181,7 +181,7 @@ def trial(args: argparse.Namespace) -> int:
             progress(f"trial: slurmctld {cluster.release.name} on the Slurm files of {args.inventory}")
             result = run_trial(
                 cluster,
-                render_files(cluster, only=["slurm", "containers"]),
+                render_files(cluster, only=["slurm"]),
                 seconds=args.seconds,
                 progress=progress,
             )

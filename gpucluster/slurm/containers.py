@@ -1,7 +1,7 @@
 """The `containers/` folder and oci.conf: containers in jobs (cluster.slurm.containers).
 
 - slurm/oci.conf (render_oci, through render_slurm): Slurm's OCI support with rootless crun.
-- containers/pyxis.conf, enroot.conf, mounts.fstab: Pyxis' plugstack entry and enroot's site
+- containers/enroot.conf, mounts.fstab: enroot's site
   configuration, installed by the pyxis_enroot role.
 - containers/settings.yaml: what the roles need beyond the files (versions, archives and their
   checksums, the hosts of each role).
@@ -18,9 +18,6 @@ from gpucluster.render.templating import header, render_template
 from gpucluster.slurm.container_settings import MOUNT_RE, ContainerSettings, PyxisEnroot, archive_name
 
 SETTINGS_FILE = "containers/settings.yaml"
-# Where plugstack.conf includes the SPANK plugins' entries from (Debian's own plugstack.conf
-# includes the same directory).
-PLUGSTACK_DIR = "/etc/slurm/plugstack.conf.d"
 
 
 def container_settings(cluster: Cluster) -> ContainerSettings | None:
@@ -102,7 +99,6 @@ def settings_data(cluster: Cluster) -> dict[str, Any]:
             "sources_dir": pyxis.sources if local else None,
             "archives": _archives(pyxis),
             "plugin_subdir": cluster.release.packaging.plugin_subdir,
-            "plugstack_dir": PLUGSTACK_DIR,
             "runtime_path": pyxis.runtime_path,
             "cache_path": pyxis.cache_path,
             "data_path": pyxis.data_path,
@@ -119,7 +115,6 @@ def render_containers(cluster: Cluster) -> dict[str, str]:
     files = {SETTINGS_FILE: head + "\n" + yamlout.dump(settings_data(cluster), width=4096)}
     pyxis = settings.pyxis
     if pyxis is not None:
-        files["containers/pyxis.conf"] = render_template("containers/pyxis.conf.j2", header=head, pyxis=pyxis)
         files["containers/enroot.conf"] = render_template(
             "containers/enroot.conf.j2", header=head, pyxis=pyxis
         )

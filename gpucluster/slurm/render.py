@@ -14,7 +14,7 @@ from gpucluster.model import NodeType, Owner, Partition
 from gpucluster.render.health import HEALTH_CONF, HEALTH_PROGRAM, bare_metal_health_conf, health_timeout
 from gpucluster.render.templating import header, render_template
 from gpucluster.slurm.accounts import desired_associations
-from gpucluster.slurm.containers import PLUGSTACK_DIR, render_oci
+from gpucluster.slurm.containers import render_oci
 from gpucluster.slurm.gpus import gres_lines, per_gpu_defaults
 from gpucluster.slurm.releases import configless_serves_topology_yaml
 from gpucluster.slurm.restapi import controller_key_path
@@ -461,9 +461,7 @@ def _context(cluster: Cluster) -> dict[str, object]:
         "dynamic_nodes": False,
         "has_gpus": has_gpus,
         "release": cluster.release,
-        "plugstack_dir": PLUGSTACK_DIR
-        if cluster.spec.slurm.containers and cluster.spec.slurm.containers.pyxis
-        else None,
+        "pyxis": cluster.spec.slurm.containers.pyxis if cluster.spec.slurm.containers else None,
     }
 
 

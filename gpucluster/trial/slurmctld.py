@@ -24,7 +24,6 @@ from gpucluster.hostlists import expand
 from gpucluster.lab.paths import podman_env
 from gpucluster.model import DEFAULT_STATE_SAVE_LOCATION
 from gpucluster.modelbase import Owner
-from gpucluster.slurm.containers import PLUGSTACK_DIR
 from gpucluster.slurm.releases import PROVEN, SlurmVersion
 from gpucluster.slurm.restapi import JWT_KEY_NAME
 
@@ -227,9 +226,6 @@ def jwt_plugin_installed() -> bool:
     )
 
 
-# Pyxis' plugstack entry among the rendered files (cluster.slurm.containers.pyxis).
-PYXIS_ENTRY = "containers/pyxis.conf"
-
 JWT_NOT_TRIED = (
     "trial: auth/jwt (cluster.slurm.rest_api) not tried: the JWT plugin is not installed here "
     "(Debian: slurm-wlm-jwt-plugin); AuthAltTypes and AuthAltParameters left out"
@@ -272,8 +268,7 @@ def run_trial(
     timeout: int = 120,
     progress: Callable[[str], None] | None = None,
 ) -> TrialResult:
-    """Start slurmctld on the rendered `slurm/` files (and Pyxis' plugstack entry of `containers/`,
-    where it is rendered) and report what it logged and shows."""
+    """Start slurmctld on the rendered `slurm/` files and report what it logged and shows."""
     runner = check_available(cluster, progress)
     with tempfile.TemporaryDirectory(prefix="gpucluster-trial-") as tmp:
         work = Path(tmp)
@@ -286,12 +281,6 @@ def run_trial(
                 if rel == "slurm/slurm.conf":
                     content, jwt_key, notes = _jwt(_private_state_dir(content), runner.image is not None)
                 (conf / rel.split("/", 1)[1]).write_text(content, encoding="utf-8")
-            elif rel == PYXIS_ENTRY:
-                # Where the pyxis_enroot role puts it on every host: plugstack.conf includes that
-                # directory, and slurmctld reads the included files to serve them (configless).
-                entry = conf / Path(PLUGSTACK_DIR).relative_to("/etc/slurm") / "pyxis.conf"
-                entry.parent.mkdir(exist_ok=True)
-                entry.write_text(content, encoding="utf-8")
         accounting = cluster.spec.slurm.accounting is not None
         if accounting:
             dbd = conf / "slurmdbd.conf"

@@ -90,8 +90,12 @@ def test_pyxis_renders_its_entry_enroot_conf_mounts_and_the_roles_settings(
         )
     )
     files = render_files(cluster)
-    assert "include /etc/slurm/plugstack.conf.d/pyxis.conf" in files["slurm/plugstack.conf"]
-    assert "required spank_pyxis.so" in files["containers/pyxis.conf"].splitlines()
+    # Pyxis is named in plugstack.conf itself (no include slurmctld would have to read).
+    plugstack = files["slurm/plugstack.conf"].splitlines()
+    assert "optional spank_pyxis.so" in plugstack and not any(
+        line.startswith("include") for line in plugstack
+    )
+    assert "containers/pyxis.conf" not in files
     enroot = files["containers/enroot.conf"]
     assert re.search(r"^ENROOT_RUNTIME_PATH +/run/enroot/user-\$\(id -u\)$", enroot, re.MULTILINE)
     assert re.search(r"^ENROOT_ROOTFS_WRITABLE +yes$", enroot, re.MULTILINE)

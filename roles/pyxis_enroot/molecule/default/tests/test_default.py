@@ -19,7 +19,7 @@ HAVE_SOURCES = bool(SOURCES) and all((Path(SOURCES) / name).is_file() for name i
 @pytest.mark.skipif(HAVE_SOURCES, reason="archives present: the install is checked instead")
 def test_without_archives_nothing_is_installed(host) -> None:
     assert not host.file("/usr/bin/enroot").exists
-    assert not host.file("/etc/slurm/plugstack.conf.d/pyxis.conf").exists
+    assert not host.file("/etc/enroot/enroot.conf").exists
 
 
 needs_sources = pytest.mark.skipif(
@@ -39,7 +39,6 @@ def test_enroot_is_the_pinned_version_with_its_capabilities(host) -> None:
 def test_pyxis_is_in_the_plugin_directory_and_plugstack(host) -> None:
     multiarch = host.check_output("gcc -print-multiarch").strip()
     assert host.file(f"/usr/lib/{multiarch}/slurm-wlm/spank_pyxis.so").exists
-    assert host.file("/etc/slurm/plugstack.conf.d/pyxis.conf").contains("^required spank_pyxis.so$")
     assert host.file("/etc/enroot/enroot.conf").contains("^ENROOT_ROOTFS_WRITABLE *yes$")
     assert host.file("/etc/enroot/mounts.d/90-gpucluster.fstab").contains("^/scratch /scratch none ")
 
