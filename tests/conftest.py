@@ -38,8 +38,8 @@ def readme_commands() -> ReadmeCommands:
 
 # Tests that share one live thing run on one pytest-xdist worker, in order: the lab's
 # containers, and the Molecule container every Slurm role's scenario names gcmol01. The README's
-# test command runs three workers (pyproject addopts): the 26.05 lab, the older releases' labs and
-# Molecule run side by side (most of their time is spent waiting on daemons and containers).
+# test command runs two workers (pyproject addopts), so the lab and Molecule run side by side (three
+# loaded this 2-core machine until tests with wall-time limits failed).
 # (A scheduler of our own: xdist's `xdist_group` marks are ignored under pytest 9.)
 SERIAL_DIRS = {
     "lab": "the lab",
