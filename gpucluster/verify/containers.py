@@ -65,6 +65,23 @@ def check_pyxis(plan: Plan, seen: Observations) -> CheckResult:
     findings = Findings()
     # The hosts verify observes (controllers, accounting host, nodes); login hosts are not among them.
     hosts = [h for h in pyxis_hosts(plan.cluster) if h in plan.hosts]
+    probes = [
+        parse_probe(seen.hosts[h].containers)
+        for h in hosts
+        if h in seen.hosts and not seen.hosts[h].unreachable
+    ]
+    if (
+        probes
+        and len(probes) == len(hosts)
+        and all(p.get("pyxis") != "yes" and not p.get("enroot") for p in probes)
+    ):
+        # Installed nowhere: the role ran without the sources and was told to skip them
+        # (pyxis_enroot_missing_sources: skip); a host missing what the others have still fails.
+        return CheckResult(
+            "pyxis",
+            Status.SKIPPED,
+            f"Pyxis and enroot are installed on none of {len(hosts)} host(s) (no sources given)",
+        )
     for host in hosts:
         observed = seen.hosts.get(host)
         if observed is None or observed.unreachable:
