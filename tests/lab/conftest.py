@@ -84,6 +84,16 @@ def ran(log: str, header: str) -> bool:
     return re.search(rf"{re.escape(kind)} \[(gpucluster\.cluster\.)?{re.escape(rest)}", log) is not None
 
 
+def rows_a_lab_skips() -> set[str]:
+    """`lab verify` rows no lab can pass, each said plainly as skipped: nccl-tests (not in the
+    lab), the driver stack (the lab's GPUs are device files, no driver the inventory manages), and
+    Pyxis unless GPUCLUSTER_PYXIS_SOURCES names its archives (test_containers.py runs the jobs)."""
+    rows = {"nccl", "gpu-driver", "gpu-services"}
+    if not os.environ.get("GPUCLUSTER_PYXIS_SOURCES"):
+        rows.add("pyxis")
+    return rows
+
+
 def plain_gres(gres: str) -> str:
     """A GRES as sinfo or the REST API prints it, without the socket or index suffix of a
     gres.conf with Cores= (`gpu:h100:8(S:0)` -> `gpu:h100:8`)."""

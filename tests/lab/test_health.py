@@ -79,7 +79,9 @@ def put_back(lab_cluster: Lab) -> Iterator[tuple[Lab, list[str]]]:
             lab.ok("mknod", *mknod, host=SICK)
         for host in (SICK, MAINTAINED):
             if "DRAIN" in node(lab, host)[0].split("+"):
-                lab.ok("scontrol", "update", f"NodeName={host}", "State=RESUME")
+                # The health check may resume SICK itself between the read and this update: the
+                # wait below judges the outcome.
+                lab.sh("scontrol", "update", f"NodeName={host}", "State=RESUME")
         lab.wait(
             lambda: all("DRAIN" not in node(lab, host)[0].split("+") for host in (SICK, MAINTAINED)),
             30,

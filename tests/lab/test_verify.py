@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -22,7 +21,7 @@ from gpucluster.model import Owner
 from gpucluster.slurm.accounts import desired_associations
 from gpucluster.tools import venv_tool
 
-from .conftest import Lab
+from .conftest import Lab, rows_a_lab_skips
 
 pytestmark = pytest.mark.lab
 # One verify: the observing playbook over seven containers and the jobs, each job waiting at most
@@ -71,11 +70,7 @@ def test_a_fresh_lab_passes(lab_cluster: Lab) -> None:
     # The lab has no nccl-tests: said plainly, not passed.
     assert checks["nccl"]["status"] == "skipped"
     assert "all_reduce_perf (nccl-tests) not found" in checks["nccl"]["detail"]
-    # Nor Pyxis/enroot sources unless GPUCLUSTER_PYXIS_SOURCES names them (test_containers.py runs the jobs).
-    # Nor a driver stack the inventory manages (its GPUs are device files): those rows say so.
-    skipped = {"nccl", "gpu-driver", "gpu-services"}
-    if not os.environ.get("GPUCLUSTER_PYXIS_SOURCES"):
-        skipped.add("pyxis")
+    skipped = rows_a_lab_skips()
     assert all(checks[name]["status"] == "skipped" for name in skipped), {n: checks[n] for n in skipped}
     assert {n for n, row in checks.items() if row["status"] == "pass"} == set(checks) - skipped
     hosts = lab_cluster.cluster.hosts
