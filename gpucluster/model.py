@@ -1023,9 +1023,10 @@ class SlurmUpgrade(Strict):
         default="/var/backups/gpucluster-slurm",
     )
     batch_size: Annotated[int, Field(ge=1)] = spec(
-        "Compute hosts whose slurmd is upgraded at once: stopped, upgraded, started with the new "
-        "release and waited for (registered, responding) before the next batch. Their running jobs "
-        "keep running (slurmstepd is not restarted); a batch's nodes take no new job meanwhile.",
+        "Compute hosts whose slurmd is upgraded at once: drained, their packages upgraded while slurmd "
+        "runs, slurmd restarted with the new release and waited for (registered, responding) before "
+        "the next batch, then resumed. Their running jobs keep running (slurmstepd is not restarted); "
+        "a batch's nodes take no new job meanwhile.",
         Update.RENDER_ONLY,
         default=4,
     )

@@ -768,6 +768,9 @@ def plan_steps(old: Cluster, new: Cluster, result: Plan, found: Procedures | Non
     monitoring = take(c for c in changes if c.path.startswith("cluster.monitoring"))
     if monitoring or files_by_route.get("monitoring"):
         text = "playbooks/monitoring.yml: promtool and amtool check the files on the monitoring host, Prometheus and Alertmanager reload"
+        if result.upgrade is not None:
+            # The release decides where Slurm's metrics come from: the upgrade play ends with it.
+            text = f"{PLAYBOOK_UPGRADE} runs {text}"
         steps.append(
             _step(
                 "cluster",

@@ -168,9 +168,11 @@ def upgrade_of(old: Cluster, new: Cluster) -> Upgrade | None:
             UpgradeStep(
                 f"slurmd batch {number}/{len(groups)}",
                 tuple(batch),
-                f"stop slurmd, upgrade to {target} with the new files, start slurmd (running jobs go on: "
-                "slurmstepd is not restarted)",
-                f"every node of the batch registered with {target} and responding",
+                "drain the nodes (no new job starts while their packages change), let the jobs ending there "
+                f"end, upgrade the packages to {target} while slurmd runs, install the new files, restart "
+                "slurmd (running jobs go on: slurmstepd is not restarted), resume the nodes this step drained",
+                f"every node of the batch registered with {target} and responding (within SlurmdTimeout, "
+                "past which slurmctld would set it DOWN)",
             )
         )
     if login:

@@ -1,7 +1,8 @@
 """The releases before the lab's own: the lab inventory targeting 24.11 (Debian trixie) and 22.05
 (bookworm), each brought up as a user would (`gpucluster lab up <inventory>`), then: the smoke
 jobs, `gpucluster lab verify` with every row passing, a REST API call with a token, a job submitted
-from the login node, and a node moved to Kubernetes and back with jobs running.
+from the login node; on 22.05 a node moved to Kubernetes and back with jobs running, and the 24.11
+lab upgraded in place to 26.05 with jobs running, queued and done (issue 22).
 
 They run beside the session's 26.05 lab, as a lab of their own (GPUCLUSTER_LAB_PREFIX,
 GPUCLUSTER_LAB_SUBNET and GPUCLUSTER_LAB_DIR): tests/lab_releases/test_older_releases.py runs this
@@ -137,6 +138,9 @@ def test_a_job_submitted_on_the_login_node_runs(older_lab: OlderLab) -> None:
     assert state.split() == ["COMPLETED", "alice"], state
 
 
+# 22.05 only: 24.11 adds and removes nodes with `scontrol reconfigure`, as 26.05 does (the session's
+# lab proves that path); 22.05 restarts the daemons for it, the path proven here.
+@pytest.mark.parametrize("older_lab", ["22.05"], indirect=True)
 def test_a_node_moves_to_kubernetes_and_back(older_lab: OlderLab) -> None:
     _idle(older_lab.lab)
     move_out_and_back(older_lab.lab, older_lab.inventory)
@@ -289,7 +293,9 @@ def test_the_lab_upgrades_to_26_05_and_no_job_is_lost(older_lab: OlderLab) -> No
         for line in lab.ok("sacct", "--noheader", "--parsable2", "--allocations", "--starttime=now-1day",
                            "--format=JobID,User,Account,State,ExitCode,AllocTRES,Start").splitlines()
     }  # fmt: skip
+    print("sacct after the upgrade (JobID|User|Account|State|ExitCode|AllocTRES|Start):")
     for job in [*done, *jobs]:
+        print("  " + "|".join(rows[job]))
         _, user, account, state, code, tres, _ = rows[job]
         assert (state, code) == ("COMPLETED", "0:0") and user and account and "gres/gpu=" in tres, rows[job]
     assert rows[pending][6] > time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(time.time() - took - 60))

@@ -1,6 +1,7 @@
 """Every role's Molecule scenario (converge, idempotence, testinfra verify) in podman containers of
-the lab image of the scenario's Slurm release: 26.05 for the roles' own scenarios, and
-slurm_common's `releases` scenario, which converges every Slurm role, on each older release."""
+the lab image of the scenario's Slurm release: 26.05 for the roles' own scenarios, and gpu_driver's
+default scenario on each older release too (each suite's own driver). The playbook on the older
+releases is proven by their labs (tests/lab/older_releases.py)."""
 
 from __future__ import annotations
 
@@ -38,22 +39,17 @@ OURS = [
     "users",
 ]
 # Further scenarios of a role, beside its default one.
-EXTRA_SCENARIOS = [("slurm_compute", "configless"), ("slurm_common", "releases"), ("gpu_driver", "nvidia")]
+EXTRA_SCENARIOS = [("slurm_compute", "configless"), ("gpu_driver", "nvidia")]
 # Default scenarios run on the older releases too: gpu_driver's installs each suite's own driver
 # (22.05 bookworm 535, 24.11 trixie 550; 26.05 forky 550 with the others).
-# The release the roles' own scenarios target (molecule/inventory/*), and the older ones the
-# `releases` scenario converges every Slurm role on.
+# The release the roles' own scenarios target (molecule/inventory/*), and the older ones.
 SCENARIO_RELEASE = "26.05"
 OLDER_RELEASES = ("24.11", "22.05")
 EVERY_RELEASE_DEFAULTS = ("gpu_driver",)
 SCENARIOS = (
     [(role, "default", SCENARIO_RELEASE) for role in OURS]
     + [(role, "default", release) for role in EVERY_RELEASE_DEFAULTS for release in OLDER_RELEASES]
-    + [
-        (role, scenario, release)
-        for role, scenario in EXTRA_SCENARIOS
-        for release in (OLDER_RELEASES if scenario == "releases" else (SCENARIO_RELEASE,))
-    ]
+    + [(role, scenario, SCENARIO_RELEASE) for role, scenario in EXTRA_SCENARIOS]
 )
 
 pytestmark = pytest.mark.molecule
