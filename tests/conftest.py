@@ -80,6 +80,33 @@ def serial_scope(nodeid: str) -> str:
     return nodeid
 
 
+# The longest work units start first, each on a worker of its own, and the short ones fill in
+# around them: a long unit handed out last runs alone at the end while the other worker idles
+# (xdist's own order is by the number of tests in a unit, and the older releases' labs are one test).
+START_FIRST = (
+    "tests/lab_releases/",  # two labs, one upgraded: about 20 min
+    "tests/lab/",  # the session's lab: about 30 min
+    MOLECULE_SCENARIOS,
+    "tests/k8s/test_molecule.py",
+)
+
+
+def start_rank(nodeid: str) -> int:
+    return next(
+        (rank for rank, prefix in enumerate(START_FIRST) if nodeid.startswith(prefix)), len(START_FIRST)
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # Stable: the tests of one unit keep their order (the lab's tests build on each other).
+    items.sort(key=lambda item: start_rank(item.nodeid))
+
+
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     from xdist.scheduler import LoadScopeScheduling
 
