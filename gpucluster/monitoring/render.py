@@ -123,7 +123,9 @@ def collector_script(cluster: Cluster, monitoring: MonitoringSpec) -> str:
             # the first UP one answers for the cluster.
             '  first=$(printf "%s\\n" "$ping" | grep " is UP" | head -n 1 | sed -n "s/.* at \\([^ ]*\\) is UP.*/\\1/p")',
             f'  [ "$first" = "{host}" ] && v=1 || v=0',
-            f'  echo "gpucluster_slurm_controller_in_control{{slurm_controller=\\"{host}\\",role=\\"{role}\\"}} $v"',
+            # Not `role`: node-exporter's target carries the host's `role`, which would win and
+            # rename this one to exported_role.
+            f'  echo "gpucluster_slurm_controller_in_control{{slurm_controller=\\"{host}\\",controller_role=\\"{role}\\"}} $v"',
         ]
     if slurm.accounting:
         lines += [

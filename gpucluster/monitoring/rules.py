@@ -124,14 +124,19 @@ def alert_rules(cluster: Cluster, monitoring: MonitoringSpec) -> list[Rule]:
         ),
         Rule(
             "SlurmControllerFailover",
-            'max by (slurm_controller) (gpucluster_slurm_controller_in_control{role!="primary"}) > 0',
+            'max by (slurm_controller) (gpucluster_slurm_controller_in_control{controller_role!="primary"}) > 0',
             "Backup controller {{ $labels.slurm_controller }} is in control",
             "The primary slurmctld stopped answering: restart it and run `scontrol takeover` from "
             "it once it answers; check StateSaveLocation's filesystem.",
             severity="critical",
             wait=False,
             series=(
-                ('gpucluster_slurm_controller_in_control{slurm_controller="ctl02",role="backup1"}', "1x10"),
+                # As Prometheus stores it: with the node-exporter target's labels.
+                (
+                    'gpucluster_slurm_controller_in_control{slurm_controller="ctl02",controller_role="backup1",'
+                    'host="ctl02",role="controller"}',
+                    "1x10",
+                ),
             ),
             expect={"slurm_controller": "ctl02"},
         ),

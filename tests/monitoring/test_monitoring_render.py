@@ -179,3 +179,16 @@ def test_monitoring_host_must_be_an_inventory_host(tmp_path: Path) -> None:
         load_cluster(tmp_path / "lab")
     text = "\n".join(str(p) for p in caught.value.problems)
     assert "cluster.monitoring.host" in text and "nosuchhost" in text and "cluster.yml:" in text
+
+
+def test_the_collectors_labels_are_none_of_the_node_targets() -> None:
+    """node-exporter serves the collector's metrics; a label its target also carries (the model's
+    `role`, `host`, ...) would win over the metric's, which Prometheus renames exported_<name>."""
+    files = render_monitoring(load_cluster(INVENTORIES / "superpod"))
+    collector = files["monitoring/slurm-state-collector.sh"]
+    served = set(re.findall(r'(\w+)=\\?"', collector))
+    assert {"slurm_node", "state", "reason", "slurm_controller", "controller_role"} <= served
+    config = yaml.safe_load(files["monitoring/prometheus.yml"])
+    (node,) = [job for job in config["scrape_configs"] if job["job_name"] == "node"]
+    target_labels = {key for group in node["static_configs"] for key in group["labels"]}
+    assert not served & (target_labels | {"job", "instance"})
