@@ -71,6 +71,7 @@ LAYERS = (
         "gpucluster.monitoring.model:MonitoringSpec",
         "gpucluster.monitoring.checks:check_monitoring",
         {"monitoring": "gpucluster.monitoring.render:render_monitoring"},
+        "gpucluster.monitoring.checks:monitoring_warnings",
         summary="gpucluster.monitoring.summary:summary",
         summary_table="gpucluster.monitoring.summary:summary_table",
     ),

@@ -32,6 +32,12 @@ class Grafana(Strict):
     port: Port = spec("Grafana's HTTP port.", Update.SERVICE, default=3000)
 
 
+class SlurmExporter(Strict):
+    """A Slurm exporter the site installs and runs itself (gpucluster only scrapes it)."""
+
+    port: Port = spec("Its port on every controller (where it answers /metrics).", Update.SERVICE)
+
+
 class MonitoringSpec(Strict):
     host: str = spec(
         "Inventory host running Prometheus and Alertmanager (an existing host: a controller, a login node).",
@@ -57,11 +63,13 @@ class MonitoringSpec(Strict):
         default=True,
     )
     dcgm_exporter_port: Port = spec("NVIDIA dcgm-exporter's port on GPU nodes.", Update.SERVICE, default=9400)
-    slurm_exporter_port: Port = spec(
-        "Port of the Slurm exporter on the primary controller, for releases whose slurmctld serves no "
-        "metrics (before 25.11).",
+    slurm_exporter: SlurmExporter | None = spec(
+        "A Slurm exporter the site runs on every controller (releases before 25.11, whose slurmctld "
+        "serves no metrics): scraped as job `slurm_exporter`. gpucluster installs none (Debian packages "
+        "no Slurm exporter). Absent: on releases before 25.11 no Slurm metrics are scraped (a warning "
+        "says which are missing); the state collector's node states and controller checks remain.",
         Update.SERVICE,
-        default=9341,
+        default=None,
     )
     webhook: str | None = spec(
         "URL Alertmanager posts alerts to (a chat bridge, a pager); none: alerts stay in Alertmanager's "
