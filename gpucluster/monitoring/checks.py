@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from gpucluster.errors import Problem, format_path
+from gpucluster.monitoring import dcgm
 from gpucluster.monitoring.model import monitoring_of
 from gpucluster.monitoring.targets import controllers
 
@@ -39,6 +40,8 @@ def check_monitoring(cluster: Cluster) -> list[Problem]:
             f"Slurm {cluster.release.name} serves no metrics while cluster.slurm.extra sets PrivateData: "
             "remove it, or monitoring stays blind",
         )
+    for message in dcgm.refusals(cluster, monitoring):
+        fail(["dcgm_exporter"], message)
     return problems
 
 
@@ -62,4 +65,7 @@ def monitoring_warnings(cluster: Cluster) -> list[Problem]:
                 "runs on every controller (cluster.monitoring.slurm_exporter: {port: N})",
             )
         )
+    message = dcgm.warning(cluster, monitoring)
+    if message:
+        warnings.append(file.problem("cluster.monitoring", message))
     return warnings

@@ -56,11 +56,17 @@ class MonitoringSpec(Strict):
     prometheus_port: Port = spec("Prometheus' HTTP port.", Update.SERVICE, default=9090)
     alertmanager_port: Port = spec("Alertmanager's HTTP port.", Update.SERVICE, default=9093)
     node_exporter_port: Port = spec("node-exporter's port on every host.", Update.SERVICE, default=9100)
-    dcgm_exporter: bool = spec(
-        "NVIDIA's dcgm-exporter runs on the GPU nodes Slurm owns (NVIDIA's package, with the Slurm "
-        "prolog's job mapping): scrape it there. false where no DCGM runs (the lab's GPUs are device files).",
-        Update.SERVICE,
-        default=True,
+    dcgm_exporter: bool | None = spec(
+        "NVIDIA's dcgm-exporter on the GPU nodes Slurm owns, with each GPU's Slurm job (its HPC job "
+        "mapping, written by a Prolog and an Epilog that slurm.conf names): installed, run and scraped "
+        "there. It comes from NVIDIA's CUDA repository only (package datacenter-gpu-manager-exporter), "
+        "which the gpu_driver role configures where a node type's `software.driver.source` is `nvidia`. "
+        "Default (auto): on where every GPU node type of Slurm's nodes has that source and the release "
+        "takes several Prolog lines (24.05+); else off. `true` is refused where a GPU node type of "
+        "Slurm's has no NVIDIA repository, or where the release takes one Prolog (or Epilog) and "
+        "slurm.conf has another; `false`: none (the lab's GPUs are device files).",
+        Update.RECONFIGURE,
+        default=None,
     )
     dcgm_exporter_port: Port = spec("NVIDIA dcgm-exporter's port on GPU nodes.", Update.SERVICE, default=9400)
     slurm_exporter: SlurmExporter | None = spec(

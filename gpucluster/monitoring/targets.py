@@ -1,6 +1,7 @@
 """What Prometheus scrapes, from the model: every host's node-exporter labelled with what the
 model knows of it, Slurm's metrics (slurmctld's own endpoints from 25.11, and the site's Slurm
-exporter where the inventory declares one), and NVIDIA's dcgm-exporter on the GPU nodes Slurm owns."""
+exporter where the inventory declares one), and NVIDIA's dcgm-exporter on the GPU nodes Slurm owns
+where it runs (gpucluster.monitoring.dcgm)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from dataclasses import dataclass, field
 
 from gpucluster.cluster import Cluster, sort_hosts
 from gpucluster.modelbase import Owner
+from gpucluster.monitoring.dcgm import dcgm_exporter
 from gpucluster.monitoring.model import MonitoringSpec
 
 # slurmctld's OpenMetrics endpoints (MetricsType=metrics/openmetrics, 25.11+), one scrape job each.
@@ -125,8 +127,8 @@ def scrape_jobs(cluster: Cluster, monitoring: MonitoringSpec) -> list[ScrapeJob]
     ctl = controllers(cluster)
     if ctl:
         jobs += slurm_jobs(cluster, monitoring, ctl)
-    gpu_nodes = [h for h in cluster.hosts_owned_by(Owner.SLURM) if cluster.node_type(h).gpus]
-    if gpu_nodes and monitoring.dcgm_exporter:
+    gpu_nodes = dcgm_exporter(cluster, monitoring).hosts
+    if gpu_nodes:
         jobs.append(
             ScrapeJob(
                 "dcgm",
