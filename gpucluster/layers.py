@@ -1,9 +1,10 @@
 """The one place that composes the core model with the layers built on it.
 
 Dependencies run one way: a layer (Kubernetes, cloud) imports the core; the core imports no layer.
-Each layer names its section of cluster.yml, the model that validates it, its checks and its
-renderers, by module path, so a layer is imported only when an inventory uses it (the cloud
-SDK-facing model costs more to import than validating a whole superpod inventory).
+Each layer names its section of cluster.yml, the model that validates it, its checks, its
+renderers and the lines it adds to slurm.conf, by module path, so a layer is imported only when an
+inventory uses it (the cloud SDK-facing model costs more to import than validating a whole superpod
+inventory).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import gc
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,9 @@ class Layer:
     warnings: str | None = None  # "module:function": what is valid but worth a word (Problem list)
     summary: str | None = None  # "module:function": its entry in `show --json`
     summary_table: str | None = None  # "module:function": its table in `show`
+    # "module:function": the lines it adds to bare-metal Slurm's slurm.conf, one section of
+    # (key, value) pairs ("#": a comment); the core renderer writes them and knows no layer.
+    slurm_conf: str | None = None
 
 
 LAYERS = (
@@ -71,8 +75,10 @@ LAYERS = (
         "gpucluster.monitoring.model:MonitoringSpec",
         "gpucluster.monitoring.checks:check_monitoring",
         {"monitoring": "gpucluster.monitoring.render:render_monitoring"},
+        "gpucluster.monitoring.checks:monitoring_warnings",
         summary="gpucluster.monitoring.summary:summary",
         summary_table="gpucluster.monitoring.summary:summary_table",
+        slurm_conf="gpucluster.monitoring.slurm_conf:slurm_conf_lines",
     ),
 )
 
@@ -170,8 +176,12 @@ def layer_tables(cluster: Cluster) -> list[str]:
 def renderers(cluster: Cluster) -> dict[str, Renderer]:
     """Output folder -> renderer, for the core and the layers this cluster uses."""
     found = {folder: _load(ref) for folder, ref in CORE_RENDERERS.items()}
-    for layer in layers_of(cluster):
+    used = layers_of(cluster)
+    for layer in used:
         found.update({folder: _load(ref) for folder, ref in layer.renderers.items()})
+    sections = [_load(layer.slurm_conf)(cluster) for layer in used if layer.slurm_conf]
+    if any(sections):
+        found["slurm"] = partial(found["slurm"], layer_sections=[s for s in sections if s])
     return found
 
 

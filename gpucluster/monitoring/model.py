@@ -32,6 +32,12 @@ class Grafana(Strict):
     port: Port = spec("Grafana's HTTP port.", Update.SERVICE, default=3000)
 
 
+class SlurmExporter(Strict):
+    """A Slurm exporter the site installs and runs itself (gpucluster only scrapes it)."""
+
+    port: Port = spec("Its port on every controller (where it answers /metrics).", Update.SERVICE)
+
+
 class MonitoringSpec(Strict):
     host: str = spec(
         "Inventory host running Prometheus and Alertmanager (an existing host: a controller, a login node).",
@@ -50,18 +56,26 @@ class MonitoringSpec(Strict):
     prometheus_port: Port = spec("Prometheus' HTTP port.", Update.SERVICE, default=9090)
     alertmanager_port: Port = spec("Alertmanager's HTTP port.", Update.SERVICE, default=9093)
     node_exporter_port: Port = spec("node-exporter's port on every host.", Update.SERVICE, default=9100)
-    dcgm_exporter: bool = spec(
-        "NVIDIA's dcgm-exporter runs on the GPU nodes Slurm owns (NVIDIA's package, with the Slurm "
-        "prolog's job mapping): scrape it there. false where no DCGM runs (the lab's GPUs are device files).",
-        Update.SERVICE,
-        default=True,
+    dcgm_exporter: bool | None = spec(
+        "NVIDIA's dcgm-exporter on the GPU nodes Slurm owns, with each GPU's Slurm job (its HPC job "
+        "mapping, written by a Prolog and an Epilog that slurm.conf names): installed, run and scraped "
+        "there. It comes from NVIDIA's CUDA repository only (package datacenter-gpu-manager-exporter), "
+        "which the gpu_driver role configures where a node type's `software.driver.source` is `nvidia`. "
+        "Default (auto): on where every GPU node type of Slurm's nodes has that source and the release "
+        "takes several Prolog lines (24.05+); else off. `true` is refused where a GPU node type of "
+        "Slurm's has no NVIDIA repository, or where the release takes one Prolog (or Epilog) and "
+        "slurm.conf has another; `false`: none (the lab's GPUs are device files).",
+        Update.RECONFIGURE,
+        default=None,
     )
     dcgm_exporter_port: Port = spec("NVIDIA dcgm-exporter's port on GPU nodes.", Update.SERVICE, default=9400)
-    slurm_exporter_port: Port = spec(
-        "Port of the Slurm exporter on the primary controller, for releases whose slurmctld serves no "
-        "metrics (before 25.11).",
+    slurm_exporter: SlurmExporter | None = spec(
+        "A Slurm exporter the site runs on every controller (releases before 25.11, whose slurmctld "
+        "serves no metrics): scraped as job `slurm_exporter`. gpucluster installs none (Debian packages "
+        "no Slurm exporter). Absent: on releases before 25.11 no Slurm metrics are scraped (a warning "
+        "says which are missing); the state collector's node states and controller checks remain.",
         Update.SERVICE,
-        default=9341,
+        default=None,
     )
     webhook: str | None = spec(
         "URL Alertmanager posts alerts to (a chat bridge, a pager); none: alerts stay in Alertmanager's "

@@ -8,8 +8,9 @@ import json
 from typing import Any
 
 from gpucluster.cluster import Cluster
-from gpucluster.modelbase import Owner
+from gpucluster.monitoring import dcgm
 from gpucluster.monitoring.dashboards import dashboards
+from gpucluster.monitoring.dcgm import dcgm_exporter
 from gpucluster.monitoring.model import MonitoringSpec, monitoring_of
 from gpucluster.monitoring.rules import rule_tests_document, rules_document
 from gpucluster.monitoring.targets import controllers, every_host, scrape_jobs
@@ -20,8 +21,6 @@ from gpucluster.yamlout import dump
 RULES_PATH = "/etc/prometheus/rules/gpucluster.rules.yml"
 # Debian's prometheus-node-exporter reads textfiles from here (its --collector.textfile.directory).
 TEXTFILE_DIR = "/var/lib/prometheus/node-exporter"
-# dcgm-exporter's HPC job mapping directory: one file per GPU index naming the job on it.
-DCGM_JOB_MAPPING_DIR = "/var/lib/dcgm-exporter/job-mapping"
 
 
 def prometheus_config(cluster: Cluster, monitoring: MonitoringSpec) -> dict[str, Any]:
@@ -69,14 +68,27 @@ def alertmanager_config(cluster: Cluster, monitoring: MonitoringSpec) -> dict[st
 
 
 def hosts_settings(cluster: Cluster, monitoring: MonitoringSpec) -> dict[str, Any]:
-    """What the playbook reads: who runs what, and the ports."""
+    """What the playbooks read: who runs what, and the ports."""
     slurm = cluster.spec.slurm
-    gpu_nodes = [h for h in cluster.hosts_owned_by(Owner.SLURM) if cluster.node_type(h).gpus]
+    exporter = dcgm_exporter(cluster, monitoring)
     return {
         "monitoring_host": monitoring.host,
         "node_exporter_hosts": every_host(cluster, monitoring),
         "collector_hosts": controllers(cluster),
-        "dcgm_hosts": gpu_nodes if monitoring.dcgm_exporter else [],
+        # None where it does not run. Its scripts go on every Slurm node: slurm.conf names them as
+        # Prolog and Epilog there (slurm.yml installs them before slurmd reads that slurm.conf).
+        "dcgm_exporter": {
+            "hosts": list(exporter.hosts),
+            "job_mapping_hosts": list(exporter.job_mapping_hosts),
+            "packages": [dcgm.PACKAGE],
+            "service": dcgm.SERVICE,
+            "settings_path": dcgm.SETTINGS_PATH,
+            "job_mapping_dir": dcgm.JOB_MAPPING_DIR,
+            "prolog": dcgm.PROLOG,
+            "epilog": dcgm.EPILOG,
+        }
+        if exporter.on
+        else None,
         "prometheus_port": monitoring.prometheus_port,
         "alertmanager_port": monitoring.alertmanager_port,
         "node_exporter_port": monitoring.node_exporter_port,
@@ -123,7 +135,9 @@ def collector_script(cluster: Cluster, monitoring: MonitoringSpec) -> str:
             # the first UP one answers for the cluster.
             '  first=$(printf "%s\\n" "$ping" | grep " is UP" | head -n 1 | sed -n "s/.* at \\([^ ]*\\) is UP.*/\\1/p")',
             f'  [ "$first" = "{host}" ] && v=1 || v=0',
-            f'  echo "gpucluster_slurm_controller_in_control{{slurm_controller=\\"{host}\\",role=\\"{role}\\"}} $v"',
+            # Not `role`: node-exporter's target carries the host's `role`, which would win and
+            # rename this one to exported_role.
+            f'  echo "gpucluster_slurm_controller_in_control{{slurm_controller=\\"{host}\\",controller_role=\\"{role}\\"}} $v"',
         ]
     if slurm.accounting:
         lines += [
@@ -147,10 +161,11 @@ def dcgm_settings(cluster: Cluster, monitoring: MonitoringSpec) -> str:
     return "\n".join(
         [
             header(cluster.name),
-            "# /etc/default/dcgm-exporter on the GPU nodes Slurm owns: dcgm-exporter labels each GPU's",
-            "# metrics with the job the Slurm prolog wrote into the mapping directory (one file per GPU).",
+            f"# {dcgm.SETTINGS_PATH} on the GPU nodes Slurm owns, read by {dcgm.SERVICE}",
+            "# (a drop-in): dcgm-exporter labels each GPU's metrics with the job the Slurm prolog wrote",
+            "# into the mapping directory (one file per GPU index).",
             f'DCGM_EXPORTER_LISTEN=":{monitoring.dcgm_exporter_port}"',
-            f'DCGM_HPC_JOB_MAPPING_DIR="{DCGM_JOB_MAPPING_DIR}"',
+            f'DCGM_HPC_JOB_MAPPING_DIR="{dcgm.JOB_MAPPING_DIR}"',
             "",
         ]
     )
@@ -158,12 +173,14 @@ def dcgm_settings(cluster: Cluster, monitoring: MonitoringSpec) -> str:
 
 def job_mapping_script(cluster: Cluster, kind: str) -> str:
     """Prolog/epilog: one file per GPU index the job holds, naming the job (dcgm-exporter's
-    `hpc_job` label); the epilog removes the job from them."""
+    `hpc_job` label); the epilog removes the job's files. A GPU belongs to one job at a time
+    (gres/gpu): the prolog's file replaces what a job whose epilog never ran left there. Exits 0
+    always: a failing Prolog would drain the node."""
     body = [
         "#!/bin/sh",
         header(cluster.name),
         f"# Slurm {kind}: dcgm-exporter's job mapping (one file per GPU index, its content the job id).",
-        f"dir={DCGM_JOB_MAPPING_DIR}",
+        f"dir={dcgm.JOB_MAPPING_DIR}",
         '[ -n "${SLURM_JOB_GPUS:-}" ] || exit 0',
         'mkdir -p "$dir"',
         'for gpu in $(printf %s "$SLURM_JOB_GPUS" | tr , " "); do',
@@ -226,9 +243,7 @@ def render_monitoring(cluster: Cluster) -> dict[str, str]:
         files[f"monitoring/grafana/dashboards/{name}.json"] = (
             json.dumps(board, indent=2, sort_keys=True) + "\n"
         )
-    if monitoring.dcgm_exporter and any(
-        cluster.node_type(h).gpus for h in cluster.hosts_owned_by(Owner.SLURM)
-    ):
+    if dcgm_exporter(cluster, monitoring).on:
         files["monitoring/dcgm/dcgm-exporter.env"] = dcgm_settings(cluster, monitoring)
         files["monitoring/dcgm/job-mapping-prolog.sh"] = job_mapping_script(cluster, "prolog")
         files["monitoring/dcgm/job-mapping-epilog.sh"] = job_mapping_script(cluster, "epilog")

@@ -1,10 +1,11 @@
 """The alert rules (each with its runbook line) and their promtool unit tests, from the model.
 
-Metric sources: slurmctld's OpenMetrics (slurm_partition_*, 25.11+), the Slurm exporter on older
-releases (slurm_partition_* are not its names: its rules are the exporter's, below), node-exporter's
-`up`, DCGM's DCGM_FI_DEV_*, and gpucluster's Slurm state collector (gpucluster_slurm_*, a textfile
-node-exporter serves from each controller: per-node state and reason, controllers, slurmdbd,
-slurmrestd)."""
+Metric sources: slurmctld's OpenMetrics (slurm_partition_*, 25.11+; a site's Slurm exporter on
+older releases serves names of its own, which no rule reads), node-exporter's `up`, DCGM's
+DCGM_FI_DEV_*, and gpucluster's Slurm state collector (gpucluster_slurm_*, a textfile node-exporter
+serves from each controller: per-node state and reason, controllers, slurmdbd, slurmrestd). Every
+rule but GpusIdleWhileJobsPend works without Slurm's metrics: whether slurmctld answers is the
+collector's `scontrol ping`, on every release."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from typing import Any
 
 from gpucluster.cluster import Cluster
 from gpucluster.monitoring.model import MonitoringSpec
+from gpucluster.monitoring.targets import controllers
 
 HEALTH_PREFIX = "[health]"  # the health check's drain reasons start with it (slurm_health)
 
@@ -33,7 +35,9 @@ class Rule:
 
 
 def alert_rules(cluster: Cluster, monitoring: MonitoringSpec) -> list[Rule]:
-    slurm_source = 'job=~"slurmctld_scheduler|slurm_exporter"'
+    in_control = "gpucluster_slurm_controller_in_control"
+    # Where Slurm has controllers, their collectors' silence counts too (every controller down).
+    silent = f" or absent({in_control})" if controllers(cluster) else ""
     rules = [
         Rule(
             "SlurmNodeDrained",
@@ -124,29 +128,31 @@ def alert_rules(cluster: Cluster, monitoring: MonitoringSpec) -> list[Rule]:
         ),
         Rule(
             "SlurmControllerFailover",
-            'max by (slurm_controller) (gpucluster_slurm_controller_in_control{role!="primary"}) > 0',
+            f'max by (slurm_controller) ({in_control}{{controller_role!="primary"}}) > 0',
             "Backup controller {{ $labels.slurm_controller }} is in control",
             "The primary slurmctld stopped answering: restart it and run `scontrol takeover` from "
             "it once it answers; check StateSaveLocation's filesystem.",
             severity="critical",
             wait=False,
             series=(
-                ('gpucluster_slurm_controller_in_control{slurm_controller="ctl02",role="backup1"}', "1x10"),
+                # As Prometheus stores it: with the node-exporter target's labels.
+                (
+                    f'{in_control}{{slurm_controller="ctl02",controller_role="backup1",host="ctl02",role="controller"}}',
+                    "1x10",
+                ),
             ),
             expect={"slurm_controller": "ctl02"},
         ),
         Rule(
             "SlurmctldUnreachable",
-            f"max({_up(slurm_source)}) < 1",
-            "No slurmctld answers its metrics endpoint",
-            "Every controller's slurmctld is down or unreachable: systemctl status slurmctld and its "
-            "log on each controller; nothing is scheduled meanwhile.",
+            f"max({in_control}) < 1{silent}",
+            "No slurmctld answers scontrol ping on the controllers",
+            "Every controller's slurmctld is down or unreachable (or no controller's node-exporter "
+            "answers): systemctl status slurmctld and its log on each controller; nothing is scheduled "
+            "meanwhile.",
             severity="critical",
             series=(
-                (
-                    f'up{{job="{"slurmctld_scheduler" if cluster.release.openmetrics else "slurm_exporter"}",host="ctl01"}}',
-                    "0x10",
-                ),
+                (f'{in_control}{{slurm_controller="ctl01",controller_role="primary",host="ctl01"}}', "0x10"),
             ),
             expect={},
             value="0",
@@ -203,10 +209,6 @@ def alert_rules(cluster: Cluster, monitoring: MonitoringSpec) -> list[Rule]:
 def _re(text: str) -> str:
     """A literal inside a PromQL regex in a double-quoted string."""
     return "".join("\\\\" + c if c in "[]().*+?" else c for c in text)
-
-
-def _up(selector: str) -> str:
-    return f"up{{{selector}}}"
 
 
 def rules_document(cluster: Cluster, monitoring: MonitoringSpec) -> dict[str, Any]:

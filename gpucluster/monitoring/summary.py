@@ -7,7 +7,8 @@ from typing import Any
 from gpucluster.cluster import Cluster
 from gpucluster.console import table
 from gpucluster.monitoring.dashboards import dashboards
-from gpucluster.monitoring.model import monitoring_of
+from gpucluster.monitoring.dcgm import dcgm_exporter
+from gpucluster.monitoring.model import MonitoringSpec, monitoring_of
 from gpucluster.monitoring.targets import scrape_jobs
 
 
@@ -28,10 +29,30 @@ def summary(cluster: Cluster) -> dict[str, Any]:
         "dashboards_dir": "monitoring/grafana/dashboards"
         + (f" -> {monitoring.host}:/var/lib/grafana/dashboards/gpucluster" if monitoring.grafana else ""),
         "targets": {job.name: len(job.targets) for job in scrape_jobs(cluster, monitoring)},
-        "slurm_metrics": "slurmctld (metrics/openmetrics)"
-        if cluster.release.openmetrics
-        else "Slurm exporter",
+        "slurm_metrics": slurm_metrics(cluster, monitoring),
+        "dcgm_exporter": dcgm_summary(cluster, monitoring),
     }
+
+
+def slurm_metrics(cluster: Cluster, monitoring: MonitoringSpec) -> str:
+    sources = []
+    if cluster.release.openmetrics:
+        sources.append("slurmctld (metrics/openmetrics)")
+    if monitoring.slurm_exporter is not None:
+        sources.append(f"the site's Slurm exporter (port {monitoring.slurm_exporter.port})")
+    if sources:
+        return " and ".join(sources)
+    return (
+        f"none: Slurm {cluster.release.name} serves none (25.11+) and no "
+        "cluster.monitoring.slurm_exporter is declared; node states from the state collector"
+    )
+
+
+def dcgm_summary(cluster: Cluster, monitoring: MonitoringSpec) -> str:
+    exporter = dcgm_exporter(cluster, monitoring)
+    if exporter.on:
+        return f"{len(exporter.hosts)} GPU nodes, Slurm jobs mapped by slurm.conf's Prolog and Epilog"
+    return f"off ({exporter.off_because})" if exporter.off_because else "off"
 
 
 def summary_table(cluster: Cluster) -> str:
@@ -42,6 +63,7 @@ def summary_table(cluster: Cluster) -> str:
         ["Grafana", data["grafana"]],
         ["dashboards", "\n".join([*data["dashboards"], f"(files: {data['dashboards_dir']})"])],
         ["Slurm metrics from", data["slurm_metrics"]],
+        ["dcgm-exporter", data["dcgm_exporter"]],
         ["targets", "\n".join(f"{job}: {n}" for job, n in data["targets"].items())],
     ]
     return table("Monitoring", ("setting", "value"), rows)

@@ -1,6 +1,7 @@
 """What Prometheus scrapes, from the model: every host's node-exporter labelled with what the
-model knows of it, Slurm's metrics (slurmctld's own endpoints, or an exporter on releases without
-them), and NVIDIA's dcgm-exporter on the GPU nodes Slurm owns."""
+model knows of it, Slurm's metrics (slurmctld's own endpoints from 25.11, and the site's Slurm
+exporter where the inventory declares one), and NVIDIA's dcgm-exporter on the GPU nodes Slurm owns
+where it runs (gpucluster.monitoring.dcgm)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from dataclasses import dataclass, field
 
 from gpucluster.cluster import Cluster, sort_hosts
 from gpucluster.modelbase import Owner
+from gpucluster.monitoring.dcgm import dcgm_exporter
 from gpucluster.monitoring.model import MonitoringSpec
 
 # slurmctld's OpenMetrics endpoints (MetricsType=metrics/openmetrics, 25.11+), one scrape job each.
@@ -125,8 +127,8 @@ def scrape_jobs(cluster: Cluster, monitoring: MonitoringSpec) -> list[ScrapeJob]
     ctl = controllers(cluster)
     if ctl:
         jobs += slurm_jobs(cluster, monitoring, ctl)
-    gpu_nodes = [h for h in cluster.hosts_owned_by(Owner.SLURM) if cluster.node_type(h).gpus]
-    if gpu_nodes and monitoring.dcgm_exporter:
+    gpu_nodes = dcgm_exporter(cluster, monitoring).hosts
+    if gpu_nodes:
         jobs.append(
             ScrapeJob(
                 "dcgm",
@@ -145,9 +147,10 @@ def slurm_jobs(cluster: Cluster, monitoring: MonitoringSpec, ctl: list[str]) -> 
     def controller_label(index: int) -> dict[str, str]:
         return {"node": ctl[index], "controller": "primary" if index == 0 else f"backup{index}"}
 
+    jobs: list[ScrapeJob] = []
     if cluster.release.openmetrics:
         port = slurmctld_port(cluster)
-        return [
+        jobs += [
             ScrapeJob(
                 f"slurmctld_{endpoint.replace('-', '_')}",
                 f"/metrics/{endpoint}",
@@ -156,18 +159,19 @@ def slurm_jobs(cluster: Cluster, monitoring: MonitoringSpec, ctl: list[str]) -> 
             )
             for endpoint in SLURMCTLD_ENDPOINTS
         ]
-    return [
-        ScrapeJob(
-            "slurm_exporter",
-            "/metrics",
-            tuple(
-                Target(f"{host}:{monitoring.slurm_exporter_port}", controller_label(i))
-                for i, host in enumerate(ctl)
-            ),
-            f"Slurm {cluster.release.name} serves no metrics: the Slurm exporter (sinfo/squeue/sdiag) "
-            "on every controller",
+    # Only where the site declares one: gpucluster installs no Slurm exporter, and a job whose
+    # targets nothing serves would only be down.
+    exporter = monitoring.slurm_exporter
+    if exporter is not None:
+        jobs.append(
+            ScrapeJob(
+                "slurm_exporter",
+                "/metrics",
+                tuple(Target(f"{host}:{exporter.port}", controller_label(i)) for i, host in enumerate(ctl)),
+                "the Slurm exporter the site runs on every controller (cluster.monitoring.slurm_exporter)",
+            )
         )
-    ]
+    return jobs
 
 
 def target_list(cluster: Cluster, monitoring: MonitoringSpec) -> list[str]:

@@ -396,16 +396,6 @@ def _timeouts_section(cluster: Cluster) -> list[Line]:
     return [("#", "Timers (cluster.slurm.timeouts)"), *lines] if lines else []
 
 
-def _metrics_section(cluster: Cluster) -> list[Line]:
-    # The monitoring layer's section is opaque here: its presence is all slurm.conf needs.
-    if getattr(cluster.spec, "monitoring", None) is None or not cluster.release.openmetrics:
-        return []
-    return [
-        ("#", "Metrics (cluster.monitoring): slurmctld serves OpenMetrics on its port, /metrics/<kind>"),
-        ("MetricsType", "metrics/openmetrics"),
-    ]
-
-
 def _extra_section(cluster: Cluster) -> list[Line]:
     extra = cluster.spec.slurm.extra
     if not extra:
@@ -413,8 +403,11 @@ def _extra_section(cluster: Cluster) -> list[Line]:
     return [("#", "Site settings (cluster.slurm.extra)"), *sorted(extra.items())]
 
 
-def conf_sections(cluster: Cluster, has_gpus: bool, topology: str | None) -> list[list[Line]]:
-    """slurm.conf's global settings, in sections (a blank line between two), before the nodes."""
+def conf_sections(
+    cluster: Cluster, has_gpus: bool, topology: str | None, layer_sections: Sequence[Sequence[Line]] = ()
+) -> list[list[Line]]:
+    """slurm.conf's global settings, in sections (a blank line between two), before the nodes; the
+    layers' sections (gpucluster.layers composes them) before the site's own settings."""
     sections = [
         _core_section(cluster, has_gpus, topology),
         _accounting_section(cluster, has_gpus),
@@ -422,13 +415,13 @@ def conf_sections(cluster: Cluster, has_gpus: bool, topology: str | None) -> lis
         _rest_api_section(cluster),
         _power_save_section(cluster),
         _timeouts_section(cluster),
-        _metrics_section(cluster),
+        *[list(section) for section in layer_sections],
         _extra_section(cluster),
     ]
     return [section for section in sections if section]
 
 
-def _context(cluster: Cluster) -> dict[str, object]:
+def _context(cluster: Cluster, layer_sections: Sequence[Sequence[Line]] = ()) -> dict[str, object]:
     slurm = cluster.spec.slurm
     lines = node_lines(cluster)
     has_gpus = any(line.node_type.gpus for line in lines)
@@ -438,7 +431,7 @@ def _context(cluster: Cluster) -> dict[str, object]:
         "cluster": cluster,
         "spec": cluster.spec,
         "slurm": slurm,
-        "sections": conf_sections(cluster, has_gpus, topology),
+        "sections": conf_sections(cluster, has_gpus, topology, layer_sections),
         "node_lines": [(line, node_options(line)) for line in lines],
         "partitions": [
             (
@@ -496,12 +489,13 @@ def render_accounts(cluster: Cluster) -> str:
     return header(cluster.name) + "\n" + yamlout.dump(desired_associations(cluster), width=80)
 
 
-def render_slurm(cluster: Cluster) -> dict[str, str]:
-    """Bare-metal Slurm's files, naming only the hosts it owns; none when it owns no host."""
+def render_slurm(cluster: Cluster, layer_sections: Sequence[Sequence[Line]] = ()) -> dict[str, str]:
+    """Bare-metal Slurm's files, naming only the hosts it owns; none when it owns no host.
+    `layer_sections`: the slurm.conf lines the layers add (gpucluster.layers.renderers)."""
     cluster = cluster.owned_by(Owner.SLURM)
     if not cluster.hosts:
         return {}
-    context = _context(cluster)
+    context = _context(cluster, layer_sections)
     files = {
         "slurm/accounts.yaml": render_accounts(cluster),
         "slurm/slurm.conf": render_template("slurm/slurm.conf.j2", **context),

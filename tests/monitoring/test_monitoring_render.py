@@ -15,13 +15,14 @@ import yaml
 
 from gpucluster.cluster import Cluster
 from gpucluster.errors import InventoryError
-from gpucluster.layers import load_cluster
+from gpucluster.layers import layer_warnings, load_cluster
 from gpucluster.monitoring.dashboards import EXPORTED_METRICS
 from gpucluster.monitoring.model import monitoring_of
 from gpucluster.monitoring.render import RULES_PATH, render_monitoring
 from gpucluster.monitoring.rules import alert_rules
 from gpucluster.monitoring.targets import SLURMCTLD_ENDPOINTS
 from gpucluster.render import render_files
+from gpucluster.verify.monitoring import expected_targets
 from tests.conftest import INVENTORIES, example_inventories
 
 PROMTOOL = Path(__file__).resolve().parents[2] / ".venv" / "bin" / "promtool"
@@ -56,8 +57,11 @@ def test_the_examples_enable_monitoring() -> None:
 
 @pytest.mark.parametrize("example", MONITORED)
 def test_promtool_accepts_config_and_rules_and_every_rule_test_passes(example: str, tmp_path: Path) -> None:
-    cluster = load_cluster(INVENTORIES / example)
-    monitoring = write(render_monitoring(cluster), tmp_path)
+    _promtool_passes(render_monitoring(load_cluster(INVENTORIES / example)), tmp_path)
+
+
+def _promtool_passes(files: dict[str, str], tmp_path: Path) -> None:
+    monitoring = write(files, tmp_path)
     rules = monitoring / "rules" / "gpucluster.rules.yml"
     # On the monitoring host the rules sit at RULES_PATH; here, beside the config.
     config = tmp_path / "prometheus.yml"
@@ -120,15 +124,118 @@ def test_lab_scrapes_both_controllers_endpoints_and_labels_every_node_from_the_m
     assert "MetricsType=metrics/openmetrics" in render_files(cluster)["slurm/slurm.conf"]
 
 
-def test_releases_without_openmetrics_scrape_the_exporter_and_write_no_metrics_type(tmp_path: Path) -> None:
+def lab_at(tmp_path: Path, version: str, *edits: tuple[str, str]) -> Path:
     shutil.copytree(INVENTORIES / "lab", tmp_path / "lab")
     path = tmp_path / "lab" / "group_vars" / "all" / "cluster.yml"
-    path.write_text(path.read_text().replace('version: "26.05"', 'version: "24.11"'))
-    cluster = load_cluster(tmp_path / "lab")
+    text = path.read_text().replace('version: "26.05"', f'version: "{version}"')
+    for old, new in edits:
+        assert old in text, old
+        text = text.replace(old, new)
+    path.write_text(text)
+    return tmp_path / "lab"
+
+
+SITE_EXPORTER = ("    dcgm_exporter: false\n", "    dcgm_exporter: false\n    slurm_exporter: {port: 9341}\n")
+
+
+def test_releases_without_openmetrics_scrape_no_slurm_job_and_warn_what_is_missing(tmp_path: Path) -> None:
+    """Nothing installs a Slurm exporter: a job for one would only be down (and fail verify)."""
+    cluster = load_cluster(lab_at(tmp_path, "24.11"))
     assert not cluster.release.openmetrics
     jobs = _jobs(cluster)
-    assert "slurm_exporter" in jobs and not any(name.startswith("slurmctld_") for name in jobs)
+    assert sorted(jobs) == ["alertmanager", "node", "prometheus"]
     assert "MetricsType" not in render_files(cluster)["slurm/slurm.conf"]
+    warnings = [str(w).removeprefix(f"{tmp_path}/lab/") for w in layer_warnings(cluster)]
+    assert warnings == [
+        "group_vars/all/cluster.yml:108: cluster.monitoring: Slurm 24.11's slurmctld serves no metrics "
+        "(metrics/openmetrics came in 25.11) and no Slurm exporter is declared: Prometheus gets no partition, "
+        "job, node-allocation and scheduler metrics (slurm_partition_*, slurm_jobs_*, slurm_node_*, slurm_bf_*), "
+        "so the GpusIdleWhileJobsPend alert and the dashboard panels reading them stay empty; node states and "
+        "reasons, the controller in control, slurmdbd and slurmrestd still come from the state collector. For "
+        "them: Slurm 25.11 or later, or declare the exporter the site runs on every controller "
+        "(cluster.monitoring.slurm_exporter: {port: N})"
+    ]
+    # The verify row expects exactly these targets: none that nothing serves.
+    assert not any(job.startswith("slurm") for job, _ in expected_targets(cluster))
+
+
+def test_a_declared_site_exporter_is_scraped_on_every_controller(tmp_path: Path) -> None:
+    cluster = load_cluster(lab_at(tmp_path, "24.11", SITE_EXPORTER))
+    job = _jobs(cluster)["slurm_exporter"]
+    assert job["metrics_path"] == "/metrics"
+    assert [g["targets"] for g in job["static_configs"]] == [["ctl01:9341"], ["ctl02:9341"]]  # type: ignore[union-attr]
+    assert [g["labels"]["controller"] for g in job["static_configs"]] == ["primary", "backup1"]  # type: ignore[index]
+    assert not layer_warnings(cluster)
+
+
+def test_the_slurm_exporter_needs_its_port(tmp_path: Path) -> None:
+    with pytest.raises(InventoryError) as caught:
+        load_cluster(lab_at(tmp_path, "24.11", (SITE_EXPORTER[0], "    slurm_exporter: {}\n")))
+    text = "\n".join(str(p) for p in caught.value.problems)
+    assert "cluster.yml:114: cluster.monitoring.slurm_exporter.port" in text
+
+
+@pytest.mark.parametrize(
+    ("version", "edits"),
+    [("24.11", ()), ("24.11", (SITE_EXPORTER,)), ("22.05", ())],
+    ids=["24.11", "24.11-site-exporter", "22.05"],
+)
+def test_promtool_accepts_the_older_releases_render(
+    version: str, edits: tuple[tuple[str, str], ...], tmp_path: Path
+) -> None:
+    cluster = load_cluster(lab_at(tmp_path, version, *edits))
+    _promtool_passes(render_monitoring(cluster), tmp_path / "out")
+
+
+def test_slurmctld_unreachable_fires_when_every_controllers_collector_is_silent(tmp_path: Path) -> None:
+    """`scontrol ping` from the collectors, not a Slurm scrape job: with every controller down, no
+    collector reports at all, and that counts as unreachable too (where Slurm has controllers)."""
+    monitoring = write(render_monitoring(load_cluster(INVENTORIES / "lab")), tmp_path)
+    rules = yaml.safe_load((monitoring / "rules" / "gpucluster.rules.yml").read_text())["groups"][0]["rules"]
+    (annotations,) = [r["annotations"] for r in rules if r["alert"] == "SlurmctldUnreachable"]
+    tests = {
+        "rule_files": ["gpucluster.rules.yml"],
+        "evaluation_interval": "5s",
+        "tests": [
+            {
+                "name": "no collector reports",
+                "interval": "5s",
+                "input_series": [{"series": 'up{job="node",host="ctl01"}', "values": "0x20"}],
+                "alert_rule_test": [
+                    {
+                        "eval_time": "30s",
+                        "alertname": "SlurmctldUnreachable",
+                        "exp_alerts": [
+                            {
+                                "exp_labels": {"severity": "critical", "cluster": "lab"},
+                                "exp_annotations": annotations,
+                            }
+                        ],
+                    }
+                ],
+            },
+            {
+                "name": "the backup answers",
+                "interval": "5s",
+                "input_series": [
+                    {
+                        "series": 'gpucluster_slurm_controller_in_control{slurm_controller="ctl01"}',
+                        "values": "0x20",
+                    },
+                    {
+                        "series": 'gpucluster_slurm_controller_in_control{slurm_controller="ctl02"}',
+                        "values": "1x20",
+                    },
+                ],
+                "alert_rule_test": [
+                    {"eval_time": "30s", "alertname": "SlurmctldUnreachable", "exp_alerts": []}
+                ],
+            },
+        ],
+    }
+    (monitoring / "rules" / "absent.test.yml").write_text(yaml.safe_dump(tests))
+    tested = promtool("test", "rules", "absent.test.yml", cwd=monitoring / "rules")
+    assert tested.returncode == 0 and "SUCCESS" in tested.stdout, tested.stdout + tested.stderr
 
 
 def test_superpod_nodes_carry_block_tenant_and_owner() -> None:
@@ -179,3 +286,16 @@ def test_monitoring_host_must_be_an_inventory_host(tmp_path: Path) -> None:
         load_cluster(tmp_path / "lab")
     text = "\n".join(str(p) for p in caught.value.problems)
     assert "cluster.monitoring.host" in text and "nosuchhost" in text and "cluster.yml:" in text
+
+
+def test_the_collectors_labels_are_none_of_the_node_targets() -> None:
+    """node-exporter serves the collector's metrics; a label its target also carries (the model's
+    `role`, `host`, ...) would win over the metric's, which Prometheus renames exported_<name>."""
+    files = render_monitoring(load_cluster(INVENTORIES / "superpod"))
+    collector = files["monitoring/slurm-state-collector.sh"]
+    served = set(re.findall(r'(\w+)=\\?"', collector))
+    assert {"slurm_node", "state", "reason", "slurm_controller", "controller_role"} <= served
+    config = yaml.safe_load(files["monitoring/prometheus.yml"])
+    (node,) = [job for job in config["scrape_configs"] if job["job_name"] == "node"]
+    target_labels = {key for group in node["static_configs"] for key in group["labels"]}
+    assert not served & (target_labels | {"job", "instance"})

@@ -5,6 +5,7 @@ offline), and playbooks naming only FQCN content run from it."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import shutil
@@ -298,7 +299,9 @@ def test_a_playbook_of_fqcn_content_runs_from_the_installed_collection(
         check=False,
     )
     assert render.returncode == 0, render.stderr
-    role_out = installed_collection.home / ".cache" / "gpucluster" / "ansible" / "lab"
+    # slurm_common_build_dir: the inventory's name and a digest of its absolute path.
+    digest = hashlib.sha1(str(inventory.resolve()).encode()).hexdigest()[:8]
+    role_out = installed_collection.home / ".cache" / "gpucluster" / "ansible" / f"lab-{digest}"
     for tree in (out, role_out):
         assert {p.relative_to(tree): p.read_bytes() for p in tree.rglob("*") if p.is_file()} == {
             p.relative_to(expected): p.read_bytes() for p in expected.rglob("*") if p.is_file()

@@ -88,6 +88,49 @@ def test_the_lab_inventory_at_the_older_releases_starts_their_slurmctld(
     _proven(cluster)
 
 
+# The lab's GPU nodes with NVIDIA's driver: the monitoring layer adds dcgm-exporter's job mapping
+# to slurm.conf, a Prolog and an Epilog beside the health check's Prolog.
+NVIDIA_DRIVER = (
+    '      gpus: {model: h100, count: 8, devices: "/dev/nvidia[0-7]", memory_gb: 80}\n',
+    '      gpus: {model: h100, count: 8, devices: "/dev/nvidia[0-7]", memory_gb: 80}\n'
+    "      software:\n"
+    '        driver: {source: nvidia, version: "580.95.05",\n'
+    '                 repository: {url: "https://mirror.example/cuda/", key: nvidia.asc}}\n',
+)
+
+
+@pytest.mark.parametrize(
+    ("release", "edits", "job_scripts"),
+    [
+        ("24.11", [NVIDIA_DRIVER, ("    dcgm_exporter: false\n", "")], 3),
+        # One Prolog and one Epilog line only: the health check's Prolog gives way.
+        (
+            "22.05",
+            [
+                NVIDIA_DRIVER,
+                ("    dcgm_exporter: false\n", "    dcgm_exporter: true\n"),
+                ("    health: {interval: 10}\n", "    health: {interval: 10, prolog: false}\n"),
+            ],
+            2,
+        ),
+    ],
+    ids=["24.11", "22.05"],
+)
+def test_dcgm_exporters_job_mapping_lines_start_the_releases_slurmctld(
+    release: str, edits: list[tuple[str, str]], job_scripts: int, inventories: InventoryFactory
+) -> None:
+    lab = (INVENTORIES / "lab" / "group_vars" / "all" / "cluster.yml").read_text()
+    lab = lab.replace('version: "26.05"', f'version: "{release}"')
+    for old, new in edits:
+        assert old in lab, old
+        lab = lab.replace(old, new)
+    cluster = load_cluster(inventories.make((INVENTORIES / "lab" / "hosts.yml").read_text(), lab))
+    conf = render_files(cluster)["slurm/slurm.conf"]
+    lines = [line for line in conf.splitlines() if line.startswith(("Prolog=", "Epilog="))]
+    assert len(lines) == job_scripts and "Prolog=/usr/local/sbin/gpucluster-dcgm-job-prolog" in lines
+    _proven(cluster)
+
+
 def test_a_release_without_real_daemons_here_is_refused_not_passed(inventories: InventoryFactory) -> None:
     lab = (INVENTORIES / "lab" / "group_vars" / "all" / "cluster.yml").read_text()
     hosts = (INVENTORIES / "lab" / "hosts.yml").read_text()

@@ -17,10 +17,10 @@ esc() { sed -e 's/\\/\\\\/g' -e 's/"/\\"/g'; }
   ping=$(scontrol ping 2>/dev/null)
   first=$(printf "%s\n" "$ping" | grep " is UP" | head -n 1 | sed -n "s/.* at \([^ ]*\) is UP.*/\1/p")
   [ "$first" = "head1" ] && v=1 || v=0
-  echo "gpucluster_slurm_controller_in_control{slurm_controller=\"head1\",role=\"primary\"} $v"
+  echo "gpucluster_slurm_controller_in_control{slurm_controller=\"head1\",controller_role=\"primary\"} $v"
   first=$(printf "%s\n" "$ping" | grep " is UP" | head -n 1 | sed -n "s/.* at \([^ ]*\) is UP.*/\1/p")
   [ "$first" = "head2" ] && v=1 || v=0
-  echo "gpucluster_slurm_controller_in_control{slurm_controller=\"head2\",role=\"backup1\"} $v"
+  echo "gpucluster_slurm_controller_in_control{slurm_controller=\"head2\",controller_role=\"backup1\"} $v"
   echo "# TYPE gpucluster_slurmdbd_up gauge"
   sacctmgr -n -P show cluster >/dev/null 2>&1 && v=1 || v=0
   echo "gpucluster_slurmdbd_up $v"

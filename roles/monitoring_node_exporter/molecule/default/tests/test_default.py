@@ -17,6 +17,9 @@ def test_node_exporter_serves_the_collectors_metrics(host) -> None:
             break
         assert time.monotonic() < deadline, "node-exporter never served the collector's file"
         time.sleep(2)
-    assert 'gpucluster_slurm_controller_in_control{role="primary",slurm_controller="ctl01"} 0' in metrics
+    assert (
+        'gpucluster_slurm_controller_in_control{controller_role="primary",slurm_controller="ctl01"} 0'
+        in metrics
+    )
     assert "gpucluster_slurmdbd_up 0" in metrics
     assert "gpucluster_slurmrestd_up 0" in metrics
