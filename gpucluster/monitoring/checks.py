@@ -8,16 +8,9 @@ from typing import TYPE_CHECKING
 from gpucluster.errors import Problem, format_path
 from gpucluster.monitoring import dcgm
 from gpucluster.monitoring.model import monitoring_of
-from gpucluster.monitoring.targets import controllers
 
 if TYPE_CHECKING:
     from gpucluster.cluster import Cluster
-
-# What slurmctld's metrics (25.11+) give and the state collector does not.
-SLURMCTLD_METRICS = (
-    "partition, job, node-allocation and scheduler metrics (slurm_partition_*, slurm_jobs_*, "
-    "slurm_node_*, slurm_bf_*)"
-)
 
 
 def check_monitoring(cluster: Cluster) -> list[Problem]:
@@ -52,19 +45,6 @@ def monitoring_warnings(cluster: Cluster) -> list[Problem]:
         return []
     file = cluster.inventory.cluster_file
     warnings: list[Problem] = []
-    release = cluster.release
-    if controllers(cluster) and not release.openmetrics and monitoring.slurm_exporter is None:
-        warnings.append(
-            file.problem(
-                "cluster.monitoring",
-                f"Slurm {release.name}'s slurmctld serves no metrics (metrics/openmetrics came in 25.11) "
-                f"and no Slurm exporter is declared: Prometheus gets no {SLURMCTLD_METRICS}, so the "
-                "GpusIdleWhileJobsPend alert and the dashboard panels reading them stay empty; node "
-                "states and reasons, the controller in control, slurmdbd and slurmrestd still come from "
-                "the state collector. For them: Slurm 25.11 or later, or declare the exporter the site "
-                "runs on every controller (cluster.monitoring.slurm_exporter: {port: N})",
-            )
-        )
     message = dcgm.warning(cluster, monitoring)
     if message:
         warnings.append(file.problem("cluster.monitoring", message))

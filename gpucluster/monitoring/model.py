@@ -70,10 +70,12 @@ class MonitoringSpec(Strict):
     )
     dcgm_exporter_port: Port = spec("NVIDIA dcgm-exporter's port on GPU nodes.", Update.SERVICE, default=9400)
     slurm_exporter: SlurmExporter | None = spec(
-        "A Slurm exporter the site runs on every controller (releases before 25.11, whose slurmctld "
-        "serves no metrics): scraped as job `slurm_exporter`. gpucluster installs none (Debian packages "
-        "no Slurm exporter). Absent: on releases before 25.11 no Slurm metrics are scraped (a warning "
-        "says which are missing); the state collector's node states and controller checks remain.",
+        "A Slurm exporter the site runs on every controller, scraped as job `slurm_exporter` for "
+        "the site's own queries: no alert rule or dashboard reads its metrics (their names are its "
+        "own). gpucluster installs none, and needs none: before 25.11, whose slurmctld serves no "
+        "metrics, gpucluster's state collector on the controllers gives the partition GPU, node GPU "
+        "and queue metrics the alerts and dashboards read (gpucluster_slurm_*, from sinfo and "
+        "squeue); from 25.11 slurmctld serves its own. Absent: no such job.",
         Update.SERVICE,
         default=None,
     )

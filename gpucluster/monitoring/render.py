@@ -9,6 +9,7 @@ from typing import Any
 
 from gpucluster.cluster import Cluster
 from gpucluster.monitoring import dcgm
+from gpucluster.monitoring.collector import TEXTFILE_DIR, collector_script
 from gpucluster.monitoring.dashboards import dashboards
 from gpucluster.monitoring.dcgm import dcgm_exporter
 from gpucluster.monitoring.model import MonitoringSpec, monitoring_of
@@ -19,8 +20,6 @@ from gpucluster.yamlout import dump
 
 # Where the monitoring host keeps them (Debian's prometheus package reads /etc/prometheus).
 RULES_PATH = "/etc/prometheus/rules/gpucluster.rules.yml"
-# Debian's prometheus-node-exporter reads textfiles from here (its --collector.textfile.directory).
-TEXTFILE_DIR = "/var/lib/prometheus/node-exporter"
 
 
 def prometheus_config(cluster: Cluster, monitoring: MonitoringSpec) -> dict[str, Any]:
@@ -100,61 +99,6 @@ def hosts_settings(cluster: Cluster, monitoring: MonitoringSpec) -> dict[str, An
         "accounting": slurm.accounting is not None,
         "grafana": None if monitoring.grafana is None else {"port": monitoring.grafana.port},
     }
-
-
-def collector_script(cluster: Cluster, monitoring: MonitoringSpec) -> str:
-    """The Slurm state collector a timer runs on each controller: what slurmctld's metrics lack
-    (per-node state and reason, which controller is in control, slurmdbd and slurmrestd reachable),
-    as a node-exporter textfile written whole then renamed."""
-    slurm = cluster.spec.slurm
-    ctl = controllers(cluster)
-    rest = f"http://{slurm.rest_api.host}:{slurm.rest_api.port}/openapi/v3" if slurm.rest_api else ""
-    lines = [
-        "#!/bin/sh",
-        header(cluster.name),
-        "# Slurm's state for node-exporter's textfile collector (gpucluster_slurm_*).",
-        "set -u",
-        f"out={TEXTFILE_DIR}/gpucluster_slurm.prom",
-        'tmp="$out.$$"',
-        "esc() { sed -e 's/\\\\/\\\\\\\\/g' -e 's/\"/\\\\\"/g'; }",
-        "{",
-        '  echo "# TYPE gpucluster_slurm_node_state gauge"',
-        "  sinfo -N -h -o '%N|%T|%E' 2>/dev/null | sort -u | while IFS='|' read -r node state reason; do",
-        '    [ "$reason" = none ] && reason=',
-        '    state=$(printf %s "$state" | tr "A-Z" "a-z")',
-        '    reason=$(printf %s "$reason" | esc)',
-        '    printf \'gpucluster_slurm_node_state{slurm_node="%s",state="%s",reason="%s"} 1\\n\' "$node" "$state" "$reason"',
-        "  done",
-        '  echo "# TYPE gpucluster_slurm_controller_in_control gauge"',
-        "  ping=$(scontrol ping 2>/dev/null)",
-    ]
-    for index, host in enumerate(ctl):
-        role = "primary" if index == 0 else f"backup{index}"
-        lines += [
-            # `scontrol ping`: "Slurmctld(primary) at ctl01 is UP" / "...(backup) at ctl02 is UP";
-            # the first UP one answers for the cluster.
-            '  first=$(printf "%s\\n" "$ping" | grep " is UP" | head -n 1 | sed -n "s/.* at \\([^ ]*\\) is UP.*/\\1/p")',
-            f'  [ "$first" = "{host}" ] && v=1 || v=0',
-            # Not `role`: node-exporter's target carries the host's `role`, which would win and
-            # rename this one to exported_role.
-            f'  echo "gpucluster_slurm_controller_in_control{{slurm_controller=\\"{host}\\",controller_role=\\"{role}\\"}} $v"',
-        ]
-    if slurm.accounting:
-        lines += [
-            '  echo "# TYPE gpucluster_slurmdbd_up gauge"',
-            "  sacctmgr -n -P show cluster >/dev/null 2>&1 && v=1 || v=0",
-            '  echo "gpucluster_slurmdbd_up $v"',
-        ]
-    if rest:
-        lines += [
-            '  echo "# TYPE gpucluster_slurmrestd_up gauge"',
-            # Any HTTP answer (401 without a token included) means slurmrestd runs.
-            f"  code=$(curl -s -o /dev/null -m 5 -w '%{{http_code}}' {rest} 2>/dev/null)",
-            '  [ "${code:-000}" != 000 ] && v=1 || v=0',
-            '  echo "gpucluster_slurmrestd_up $v"',
-        ]
-    lines += ['} > "$tmp" && mv "$tmp" "$out"', ""]
-    return "\n".join(lines)
 
 
 def dcgm_settings(cluster: Cluster, monitoring: MonitoringSpec) -> str:

@@ -1,10 +1,11 @@
 """The alert rules (each with its runbook line) and their promtool unit tests, from the model.
 
-Metric sources: slurmctld's OpenMetrics (slurm_partition_*, 25.11+; a site's Slurm exporter on
-older releases serves names of its own, which no rule reads), node-exporter's `up`, DCGM's
-DCGM_FI_DEV_*, and gpucluster's Slurm state collector (gpucluster_slurm_*, a textfile node-exporter
-serves from each controller: per-node state and reason, controllers, slurmdbd, slurmrestd). Every
-rule but GpusIdleWhileJobsPend works without Slurm's metrics: whether slurmctld answers is the
+Metric sources: node-exporter's `up`, DCGM's DCGM_FI_DEV_*, gpucluster's Slurm state collector
+(gpucluster_slurm_*, a textfile node-exporter serves from each controller: per-node state and
+reason, controllers, slurmdbd, slurmrestd on every release), and for GpusIdleWhileJobsPend the
+partition metrics of the release's source: slurmctld's OpenMetrics (slurm_partition_*, 25.11+) or,
+before, the collector's (gpucluster_slurm_partition_*, from sinfo and squeue). A site's Slurm
+exporter serves names of its own, which no rule reads. Whether slurmctld answers is the
 collector's `scontrol ping`, on every release."""
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpucluster.cluster import Cluster
+from gpucluster.monitoring import collector
+from gpucluster.monitoring.collector import collector_serves_slurm_metrics
 from gpucluster.monitoring.model import MonitoringSpec
 from gpucluster.monitoring.targets import controllers
 
@@ -83,21 +86,7 @@ def alert_rules(cluster: Cluster, monitoring: MonitoringSpec) -> list[Rule]:
             ),
             expect={"slurm_node": "gpu03", "reason": "[health] gpu count: 7 of 8"},
         ),
-        Rule(
-            "GpusIdleWhileJobsPend",
-            "(max by (partition) (slurm_partition_gpus) - max by (partition) (slurm_partition_jobs_gpus_alloc)) > 0 "
-            "and max by (partition) (slurm_partition_jobs_pending) > 0",
-            "{{ $value }} GPUs of partition {{ $labels.partition }} are idle while its jobs pend",
-            "squeue -p PARTITION -t PD -o '%i %u %r' gives why they wait (limits, QOS, drained or "
-            "reserved nodes, a job asking for more than the partition holds).",
-            series=(
-                ('slurm_partition_gpus{partition="gpu"}', "32x10"),
-                ('slurm_partition_jobs_gpus_alloc{partition="gpu"}', "8x10"),
-                ('slurm_partition_jobs_pending{partition="gpu"}', "3x10"),
-            ),
-            expect={"partition": "gpu"},
-            value="24",
-        ),
+        gpus_idle_while_jobs_pend(cluster),
         Rule(
             "GpuXidError",
             "max by (Hostname, gpu, host) (DCGM_FI_DEV_XID_ERRORS) > 0",
@@ -204,6 +193,52 @@ def alert_rules(cluster: Cluster, monitoring: MonitoringSpec) -> list[Rule]:
         ),
     ]
     return rules
+
+
+def gpus_idle_while_jobs_pend(cluster: Cluster) -> Rule:
+    """From slurmctld's partition metrics where it serves them, else from the collector's. Each
+    controller's collector reports the same numbers: `max by (partition)` keeps one."""
+    summary = "{{ $value }} GPUs of partition {{ $labels.partition }} are idle while its jobs pend"
+    runbook = (
+        "squeue -p PARTITION -t PD -o '%i %u %r' gives why they wait (limits, QOS, drained or "
+        "reserved nodes, a job asking for more than the partition holds)."
+    )
+    if collector_serves_slurm_metrics(cluster):
+        # The collector counts the GPUs pending jobs ask for: a job asking for none (CPUs only) does
+        # not make idle GPUs an alert.
+        total, alloc, asked = (
+            collector.PARTITION_GPUS,
+            collector.PARTITION_GPUS_ALLOC,
+            collector.PARTITION_JOBS_PENDING_GPUS,
+        )
+        return Rule(
+            "GpusIdleWhileJobsPend",
+            f"(max by (partition) ({total}) - max by (partition) ({alloc})) > 0 and max by (partition) ({asked}) > 0",
+            summary,
+            runbook,
+            # As Prometheus stores them: from each controller's node-exporter, with its target labels.
+            series=tuple(
+                (f'{name}{{partition="gpu",host="{host}",role="controller"}}', values)
+                for name, values in ((total, "32x10"), (alloc, "8x10"), (asked, "16x10"))
+                for host in ("ctl01", "ctl02")
+            ),
+            expect={"partition": "gpu"},
+            value="24",
+        )
+    return Rule(
+        "GpusIdleWhileJobsPend",
+        "(max by (partition) (slurm_partition_gpus) - max by (partition) (slurm_partition_jobs_gpus_alloc)) > 0 "
+        "and max by (partition) (slurm_partition_jobs_pending) > 0",
+        summary,
+        runbook,
+        series=(
+            ('slurm_partition_gpus{partition="gpu"}', "32x10"),
+            ('slurm_partition_jobs_gpus_alloc{partition="gpu"}', "8x10"),
+            ('slurm_partition_jobs_pending{partition="gpu"}', "3x10"),
+        ),
+        expect={"partition": "gpu"},
+        value="24",
+    )
 
 
 def _re(text: str) -> str:

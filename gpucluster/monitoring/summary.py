@@ -6,6 +6,7 @@ from typing import Any
 
 from gpucluster.cluster import Cluster
 from gpucluster.console import table
+from gpucluster.monitoring.collector import collector_serves_slurm_metrics
 from gpucluster.monitoring.dashboards import dashboards
 from gpucluster.monitoring.dcgm import dcgm_exporter
 from gpucluster.monitoring.model import MonitoringSpec, monitoring_of
@@ -35,17 +36,16 @@ def summary(cluster: Cluster) -> dict[str, Any]:
 
 
 def slurm_metrics(cluster: Cluster, monitoring: MonitoringSpec) -> str:
-    sources = []
-    if cluster.release.openmetrics:
-        sources.append("slurmctld (metrics/openmetrics)")
+    if collector_serves_slurm_metrics(cluster):
+        source = (
+            "the state collector on the controllers (sinfo, squeue: partition and node GPUs, the "
+            f"queue, node states); Slurm {cluster.release.name}'s slurmctld serves none (25.11+)"
+        )
+    else:
+        source = "slurmctld (metrics/openmetrics)"
     if monitoring.slurm_exporter is not None:
-        sources.append(f"the site's Slurm exporter (port {monitoring.slurm_exporter.port})")
-    if sources:
-        return " and ".join(sources)
-    return (
-        f"none: Slurm {cluster.release.name} serves none (25.11+) and no "
-        "cluster.monitoring.slurm_exporter is declared; node states from the state collector"
-    )
+        source += f"; the site's Slurm exporter is scraped too (port {monitoring.slurm_exporter.port})"
+    return source
 
 
 def dcgm_summary(cluster: Cluster, monitoring: MonitoringSpec) -> str:

@@ -186,7 +186,8 @@ class Release:
     # configless slurmctld also serves Prolog/Epilog scripts named without a path.
     configless_serves_prolog: bool
     # MetricsType=metrics/openmetrics (25.11+): slurmctld serves /metrics/{jobs,nodes,partitions,
-    # scheduler,jobs-users-accts} on its port (PrivateData must be unset); before, an exporter.
+    # scheduler,jobs-users-accts} on its port (PrivateData must be unset); before, the monitoring
+    # layer's state collector gives the partition, node-GPU and queue metrics from sinfo and squeue.
     openmetrics: bool = False
     # First version whose configless slurmctld serves topology.yaml (None: never).
     configless_topology_yaml_since: SlurmVersion | None = None

@@ -1,8 +1,10 @@
 """The releases before the lab's own: the lab inventory targeting 24.11 (Debian trixie) and 22.05
 (bookworm), each brought up as a user would (`gpucluster lab up <inventory>`), then: the smoke
 jobs, `gpucluster lab verify` with every row passing, a REST API call with a token, a job submitted
-from the login node; on 22.05 a node moved to Kubernetes and back with jobs running, and the 24.11
-lab upgraded in place to 26.05 with jobs running, queued and done (issue 22).
+from the login node, the state collector's GPU metrics in Prometheus as sinfo counts them (these
+releases' slurmctld serves none) with GpusIdleWhileJobsPend firing; on 22.05 a node moved to
+Kubernetes and back with jobs running, and the 24.11 lab upgraded in place to 26.05 with jobs
+running, queued and done (issue 22).
 
 They run beside the session's 26.05 lab, as a lab of their own (GPUCLUSTER_LAB_PREFIX,
 GPUCLUSTER_LAB_SUBNET and GPUCLUSTER_LAB_DIR): tests/lab_releases/test_older_releases.py runs this
@@ -33,6 +35,7 @@ from gpucluster.layers import load_cluster
 
 from .conftest import LAB_UP_TIMEOUT, Lab, plain_gres, rows_a_lab_skips, run_scrubbed
 from .test_fleet_move import move_out_and_back
+from .test_monitoring import firing, query
 from .test_rest_api import call, token
 
 pytestmark = pytest.mark.lab
@@ -136,6 +139,103 @@ def test_a_job_submitted_on_the_login_node_runs(older_lab: OlderLab) -> None:
     job = out.strip().split(";")[0]
     state = lab.ok("sacct", "--noheader", "--allocations", f"--jobs={job}", "--format=State%20,User%10")
     assert state.split() == ["COMPLETED", "alice"], state
+
+
+def _gpus(gres: str) -> int:
+    """GPUs in a GRES string as sinfo prints it (gpu:h100:8(S:0), gpu:h100:3(IDX:0-2), gpu:4)."""
+    total = 0
+    for entry in plain_gres(gres).split(","):
+        name, *rest = entry.split(":")
+        if name == "gpu":
+            total += int(rest[-1]) if rest and rest[-1].isdigit() else 1
+    return total
+
+
+def _job_state(lab: Lab, job: str) -> str:
+    return lab.ok("squeue", "--noheader", f"--jobs={job}", "--format=%T").strip()
+
+
+def _metric(lab: Lab, promql: str, label: str) -> dict[str, int]:
+    return {r["metric"][label]: int(float(r["value"][1])) for r in query(lab, promql)}
+
+
+def test_the_collector_serves_the_gpu_metrics_and_gpus_idle_while_jobs_pend_fires(
+    older_lab: OlderLab,
+) -> None:
+    """Slurm before 25.11 serves no metrics: the state collector on both controllers gives the
+    partition and node GPUs, and the queue, under gpucluster's names. Prometheus on login01 has them
+    as sinfo counts them, with a job holding 3 of gpu01's 8 GPUs and one pending for 6 more there;
+    the alert that read nothing on these releases fires (29 GPUs idle, 6 asked for).
+    Bounded waits: the collector runs every 15 s, Prometheus scrapes and evaluates every 5 s, the
+    lab's `for` is 10 s."""
+    lab = older_lab.lab
+    _idle(lab)
+    held = lab.submit("--nodelist=gpu01", "--gres=gpu:h100:3", "--wrap=sleep 600", user="alice")
+    try:
+        lab.wait(lambda: _job_state(lab, held) == "RUNNING", 120, "the 3-GPU job to start")
+        waiting = lab.submit("--nodelist=gpu01", "--gres=gpu:h100:6", "--wrap=true", user="bob")
+        assert _job_state(lab, waiting) == "PENDING"
+
+        sinfo = lab.ok("sinfo", "--all", "--noheader", "--Node",
+                       "--Format=NodeList:0|,PartitionName:0|,Gres:0|,GresUsed:0")  # fmt: skip
+        rows = [line.split("|") for line in sinfo.splitlines() if line.strip()]
+        partitions: dict[str, list[int]] = {}
+        nodes: dict[str, tuple[int, int]] = {}
+        for node, partition, gres, used in rows:
+            counts = partitions.setdefault(partition, [0, 0])
+            counts[0] += _gpus(gres)
+            counts[1] += _gpus(used)
+            nodes[node] = (_gpus(gres), _gpus(used))
+        model = lab.cluster
+
+        def model_gpus(host: str) -> int:
+            gpus = model.node_type(host).gpus
+            return gpus.count if gpus else 0
+
+        # As the model has them: 3 allocated, in the one partition.
+        assert partitions == {
+            p.name: [sum(model_gpus(h) for h in model.partitions[p.name]), 3] for p in model.spec.partitions
+        }, sinfo
+
+        def served() -> bool:
+            return (
+                _metric(lab, "max by (partition) (gpucluster_slurm_partition_gpus)", "partition")
+                == {p: c[0] for p, c in partitions.items()}
+                and _metric(lab, "max by (partition) (gpucluster_slurm_partition_gpus_alloc)", "partition")
+                == {p: c[1] for p, c in partitions.items()}
+                and _metric(
+                    lab, "max by (partition) (gpucluster_slurm_partition_jobs_pending_gpus)", "partition"
+                )
+                == {p: 6 if p == "gpu" else 0 for p in partitions}
+            )
+
+        lab.wait(served, 90, "Prometheus to have the collector's partition GPUs as sinfo counts them")
+        # Each controller's collector reports; node GPUs per Slurm node; slurmctld's names unused.
+        assert {r["metric"]["host"] for r in query(lab, "gpucluster_slurm_partition_gpus")} == set(
+            model.spec.slurm.controller
+        )
+        assert _metric(lab, "max by (slurm_node) (gpucluster_slurm_node_gpus)", "slurm_node") == {
+            n: g for n, (g, _) in nodes.items()
+        }
+        assert _metric(lab, "max by (slurm_node) (gpucluster_slurm_node_gpus_alloc)", "slurm_node") == {
+            n: u for n, (_, u) in nodes.items()
+        }
+        assert (
+            _metric(lab, "max by (partition) (gpucluster_slurm_partition_jobs_pending)", "partition")["gpu"]
+            == 1
+        )
+        assert query(lab, '{__name__=~"slurm_partition_.*|slurm_node_.*"}') == []
+
+        idle = partitions["gpu"][0] - partitions["gpu"][1]
+        lab.wait(
+            lambda: bool(firing(lab, "GpusIdleWhileJobsPend")), 120, "GpusIdleWhileJobsPend in Alertmanager"
+        )
+        (alert,) = firing(lab, "GpusIdleWhileJobsPend")
+        print("\nfiring:", json.dumps({k: alert[k] for k in ("labels", "annotations", "startsAt")}, indent=1))
+        assert alert["labels"]["partition"] == "gpu"
+        assert alert["annotations"]["summary"] == f"{idle} GPUs of partition gpu are idle while its jobs pend"
+    finally:
+        lab.cancel_all()
 
 
 # 22.05 only: 24.11 adds and removes nodes with `scontrol reconfigure`, as 26.05 does (the session's

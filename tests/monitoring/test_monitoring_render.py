@@ -16,10 +16,11 @@ import yaml
 from gpucluster.cluster import Cluster
 from gpucluster.errors import InventoryError
 from gpucluster.layers import layer_warnings, load_cluster
-from gpucluster.monitoring.dashboards import EXPORTED_METRICS
+from gpucluster.monitoring.dashboards import SLURMCTLD_METRICS, served_metrics
 from gpucluster.monitoring.model import monitoring_of
 from gpucluster.monitoring.render import RULES_PATH, render_monitoring
 from gpucluster.monitoring.rules import alert_rules
+from gpucluster.monitoring.summary import summary
 from gpucluster.monitoring.targets import SLURMCTLD_ENDPOINTS
 from gpucluster.render import render_files
 from gpucluster.verify.monitoring import expected_targets
@@ -138,23 +139,21 @@ def lab_at(tmp_path: Path, version: str, *edits: tuple[str, str]) -> Path:
 SITE_EXPORTER = ("    dcgm_exporter: false\n", "    dcgm_exporter: false\n    slurm_exporter: {port: 9341}\n")
 
 
-def test_releases_without_openmetrics_scrape_no_slurm_job_and_warn_what_is_missing(tmp_path: Path) -> None:
-    """Nothing installs a Slurm exporter: a job for one would only be down (and fail verify)."""
+def test_releases_without_openmetrics_scrape_no_slurm_job_and_the_collector_gives_the_metrics(
+    tmp_path: Path,
+) -> None:
+    """Nothing installs a Slurm exporter: a job for one would only be down (and fail verify). The
+    state collector gives what the rules and dashboards read, so nothing is missing to warn of."""
     cluster = load_cluster(lab_at(tmp_path, "24.11"))
     assert not cluster.release.openmetrics
     jobs = _jobs(cluster)
     assert sorted(jobs) == ["alertmanager", "node", "prometheus"]
     assert "MetricsType" not in render_files(cluster)["slurm/slurm.conf"]
-    warnings = [str(w).removeprefix(f"{tmp_path}/lab/") for w in layer_warnings(cluster)]
-    assert warnings == [
-        "group_vars/all/cluster.yml:108: cluster.monitoring: Slurm 24.11's slurmctld serves no metrics "
-        "(metrics/openmetrics came in 25.11) and no Slurm exporter is declared: Prometheus gets no partition, "
-        "job, node-allocation and scheduler metrics (slurm_partition_*, slurm_jobs_*, slurm_node_*, slurm_bf_*), "
-        "so the GpusIdleWhileJobsPend alert and the dashboard panels reading them stay empty; node states and "
-        "reasons, the controller in control, slurmdbd and slurmrestd still come from the state collector. For "
-        "them: Slurm 25.11 or later, or declare the exporter the site runs on every controller "
-        "(cluster.monitoring.slurm_exporter: {port: N})"
-    ]
+    assert not layer_warnings(cluster)
+    assert summary(cluster)["slurm_metrics"] == (
+        "the state collector on the controllers (sinfo, squeue: partition and node GPUs, the queue, node "
+        "states); Slurm 24.11's slurmctld serves none (25.11+)"
+    )
     # The verify row expects exactly these targets: none that nothing serves.
     assert not any(job.startswith("slurm") for job, _ in expected_targets(cluster))
 
@@ -166,6 +165,14 @@ def test_a_declared_site_exporter_is_scraped_on_every_controller(tmp_path: Path)
     assert [g["targets"] for g in job["static_configs"]] == [["ctl01:9341"], ["ctl02:9341"]]  # type: ignore[union-attr]
     assert [g["labels"]["controller"] for g in job["static_configs"]] == ["primary", "backup1"]  # type: ignore[index]
     assert not layer_warnings(cluster)
+    # Beside the collector's metrics, which the rules keep reading.
+    assert summary(cluster)["slurm_metrics"].endswith(
+        "; the site's Slurm exporter is scraped too (port 9341)"
+    )
+    assert (
+        "gpucluster_slurm_partition_gpus"
+        in render_monitoring(cluster)["monitoring/rules/gpucluster.rules.yml"]
+    )
 
 
 def test_the_slurm_exporter_needs_its_port(tmp_path: Path) -> None:
@@ -251,13 +258,38 @@ def test_superpod_nodes_carry_block_tenant_and_owner() -> None:
         assert lab.get("nvlink_block") == cluster.block_of.get(host)
 
 
-def test_dashboards_are_grafana_json_whose_queries_name_served_metrics() -> None:
-    served = {m for metrics in EXPORTED_METRICS.values() for m in metrics}
-    cluster = load_cluster(INVENTORIES / "superpod")
+def metric_names(expr: str) -> set[str]:
+    """The metrics a PromQL expression reads: its identifiers less strings, label matchers, label
+    lists, ranges, functions and operators."""
+    text = re.sub(r'"[^"]*"', '""', expr)
+    text = re.sub(r"\{[^}]*\}|\[[^\]]*\]", "", text)
+    text = re.sub(r"\b(by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)", "", text)
+    words = set(re.findall(r"([A-Za-z_:][A-Za-z0-9_:]*)\b(?!\s*\()", text))
+    return words - {"and", "or", "unless", "bool", "offset"}
+
+
+def _cluster(name: str, tmp_path: Path) -> Cluster:
+    """An example, or the lab at another release (`lab-24.11`)."""
+    if name.startswith("lab-"):
+        return load_cluster(lab_at(tmp_path, name.removeprefix("lab-")))
+    return load_cluster(INVENTORIES / name)
+
+
+@pytest.mark.parametrize("name", ["superpod", "lab", "lab-24.11", "lab-22.05"])
+def test_dashboards_are_grafana_json_whose_queries_name_served_metrics(name: str, tmp_path: Path) -> None:
+    """Each query names what the release's sources serve: slurmctld's metrics from 25.11, the
+    collector's as its rendered script writes them before; and Prometheus parses every query."""
+    cluster = _cluster(name, tmp_path)
+    monitoring = monitoring_of(cluster)
+    assert monitoring is not None
     files = render_monitoring(cluster)
+    served = {m for metrics in served_metrics(cluster).values() for m in metrics}
+    script = files["monitoring/slurm-state-collector.sh"]
+    assert set(served_metrics(cluster)["collector"]) == set(re.findall(r"\b(gpucluster_\w+)[{ ]", script))
     boards = {rel: json.loads(text) for rel, text in files.items() if rel.endswith(".json")}
     assert len(boards) == 5
     ids: set[int] = set()
+    queries = []
     for rel, board in boards.items():
         assert board["uid"] and board["title"].startswith(f"{cluster.name}: ") and board["panels"], rel
         ids.clear()
@@ -265,17 +297,91 @@ def test_dashboards_are_grafana_json_whose_queries_name_served_metrics() -> None
             assert panel["id"] not in ids and panel["targets"], (rel, panel["title"])
             ids.add(panel["id"])
             for target in panel["targets"]:
-                names = set(
-                    re.findall(r"\b([A-Za-z_:][A-Za-z0-9_:]*)\s*(?:\{|\[|\)|$| -| \*|\))", target["expr"])
-                )
-                metrics = {
-                    n for n in names if n.startswith(("slurm_", "DCGM_", "gpucluster_", "node_")) or n == "up"
-                }
+                queries.append(target["expr"])
+                metrics = metric_names(target["expr"])
                 assert metrics and metrics <= served, (rel, target["expr"], metrics - served)
-    # The rules read the same metrics the collectors serve.
+    slurm_queries = [q for q in queries if "slurm_partition" in q or "slurm_node_gpus" in q]
+    assert len(slurm_queries) >= 8, slurm_queries
+    if cluster.release.openmetrics:
+        assert not any("gpucluster_slurm_partition" in q for q in queries)
+    else:
+        assert not any(re.search(r"(?<!gpucluster_)slurm_(partition|node)_", q) for q in queries)
+    # Every query parses: promtool checks them as recording rules.
+    recorded = {
+        "groups": [{"name": "q", "rules": [{"record": f"q{i}", "expr": q} for i, q in enumerate(queries)]}]
+    }
+    (tmp_path / "queries.yml").write_text(yaml.safe_dump(recorded))
+    checked = promtool("check", "rules", "queries.yml", cwd=tmp_path)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    # The rules read the same metrics the sources serve.
     rule_text = files["monitoring/rules/gpucluster.rules.yml"]
-    for metric in ("slurm_partition_gpus", "slurm_partition_jobs_pending", "gpucluster_slurm_node_state"):
-        assert metric in rule_text and metric in served
+    for metric in ("gpucluster_slurm_node_state",) + (
+        ("slurm_partition_gpus", "slurm_partition_jobs_pending")
+        if cluster.release.openmetrics
+        else ("gpucluster_slurm_partition_gpus", "gpucluster_slurm_partition_jobs_pending_gpus")
+    ):
+        assert metric in rule_text and metric in served, metric
+    assert set(SLURMCTLD_METRICS) & served == (
+        set(SLURMCTLD_METRICS) if cluster.release.openmetrics else set()
+    )
+
+
+# The release's source: total GPUs, allocated GPUs, what the pending jobs say.
+IDLE_GPU_SOURCES = {
+    "24.11": (
+        "gpucluster_slurm_partition_gpus",
+        "gpucluster_slurm_partition_gpus_alloc",
+        "gpucluster_slurm_partition_jobs_pending_gpus",
+    ),
+    "26.05": ("slurm_partition_gpus", "slurm_partition_jobs_gpus_alloc", "slurm_partition_jobs_pending"),
+}
+
+
+@pytest.mark.parametrize("version", sorted(IDLE_GPU_SOURCES))
+def test_gpus_idle_while_jobs_pend_reads_the_releases_source_and_fires_only_for_idle_gpus(
+    version: str, tmp_path: Path
+) -> None:
+    """Its rendered promtool test proves it fires (both forms: the examples and the older
+    releases' renders run it); here also that it stays quiet with every GPU allocated and with
+    nothing pending (on 24.11: no pending job asking for a GPU). On 24.11 both controllers'
+    collectors report the same series: one alert, not two."""
+    total, alloc, pending = IDLE_GPU_SOURCES[version]
+    monitoring = write(render_monitoring(load_cluster(lab_at(tmp_path, version))), tmp_path / "out")
+    rules = yaml.safe_load((monitoring / "rules" / "gpucluster.rules.yml").read_text())["groups"][0]["rules"]
+    (rule,) = [r for r in rules if r["alert"] == "GpusIdleWhileJobsPend"]
+    assert set(re.findall(r"\b(\w*slurm_\w+)", rule["expr"])) == {total, alloc, pending}
+    generated = yaml.safe_load((monitoring / "rules" / "gpucluster.rules.test.yml").read_text())["tests"]
+    (test,) = [t for t in generated if t["name"] == "GpusIdleWhileJobsPend"]
+    series = {(s["series"].split("{")[0], s["series"]) for s in test["input_series"]}
+    assert {name for name, _ in series} == {total, alloc, pending}
+    hosts = {m.group(1) for _, text in series if (m := re.search(r'host="(\w+)"', text))}
+    assert hosts == ({"ctl01", "ctl02"} if version == "24.11" else set())
+
+    def quiet(case: str, values: dict[str, str]) -> dict[str, object]:
+        return {
+            "name": case,
+            "interval": test["interval"],
+            "input_series": [
+                {"series": s["series"], "values": values.get(s["series"].split("{")[0], s["values"])}
+                for s in test["input_series"]
+            ],
+            "alert_rule_test": [
+                {
+                    "eval_time": test["alert_rule_test"][-1]["eval_time"],
+                    "alertname": rule["alert"],
+                    "exp_alerts": [],
+                }
+            ],
+        }
+
+    cases = [quiet("every GPU allocated", {alloc: "32x100"}), quiet("nothing pending", {pending: "0x100"})]
+    (monitoring / "rules" / "quiet.test.yml").write_text(
+        yaml.safe_dump(
+            {"rule_files": ["gpucluster.rules.yml"], "evaluation_interval": test["interval"], "tests": cases}
+        )
+    )
+    tested = promtool("test", "rules", "quiet.test.yml", cwd=monitoring / "rules")
+    assert tested.returncode == 0 and "SUCCESS" in tested.stdout, tested.stdout + tested.stderr
 
 
 def test_monitoring_host_must_be_an_inventory_host(tmp_path: Path) -> None:
@@ -288,14 +394,81 @@ def test_monitoring_host_must_be_an_inventory_host(tmp_path: Path) -> None:
     assert "cluster.monitoring.host" in text and "nosuchhost" in text and "cluster.yml:" in text
 
 
-def test_the_collectors_labels_are_none_of_the_node_targets() -> None:
+@pytest.mark.parametrize("name", ["superpod", "lab-24.11"])
+def test_the_collectors_labels_are_none_of_the_node_targets(name: str, tmp_path: Path) -> None:
     """node-exporter serves the collector's metrics; a label its target also carries (the model's
-    `role`, `host`, ...) would win over the metric's, which Prometheus renames exported_<name>."""
-    files = render_monitoring(load_cluster(INVENTORIES / "superpod"))
+    `role`, `host`, `partitions`, ...) would win over the metric's, which Prometheus renames
+    exported_<name>."""
+    files = render_monitoring(_cluster(name, tmp_path))
     collector = files["monitoring/slurm-state-collector.sh"]
     served = set(re.findall(r'(\w+)=\\?"', collector))
     assert {"slurm_node", "state", "reason", "slurm_controller", "controller_role"} <= served
+    assert ("partition" in served) == name.endswith("24.11")
     config = yaml.safe_load(files["monitoring/prometheus.yml"])
     (node,) = [job for job in config["scrape_configs"] if job["job_name"] == "node"]
     target_labels = {key for group in node["static_configs"] for key in group["labels"]}
     assert not served & (target_labels | {"job", "instance"})
+
+
+# Per source: a node's GPU series as Prometheus stores them (from each controller), by metric.
+NODE_GPU_SERIES = {
+    "24.11": (
+        ("gpucluster_slurm_node_gpus", "gpucluster_slurm_node_gpus_alloc"),
+        ("gpucluster_slurm_partition_gpus", "gpucluster_slurm_partition_gpus_alloc"),
+        '{{slurm_node="{node}",host="{ctl}",role="controller"}}',
+        '{{partition="gpu",host="{ctl}",role="controller"}}',
+    ),
+    "26.05": (
+        ("slurm_node_gpus", "slurm_node_gpus_alloc"),
+        ("slurm_partition_gpus", "slurm_partition_jobs_gpus_alloc"),
+        '{{node="{node}",host="{ctl}",job="slurmctld_nodes"}}',
+        '{{partition="gpu",host="{ctl}",job="slurmctld_partitions"}}',
+    ),
+}
+
+
+@pytest.mark.parametrize("version", sorted(NODE_GPU_SERIES))
+def test_idle_gpu_hours_add_up_per_partition_and_per_tenant(version: str, tmp_path: Path) -> None:
+    """The dashboard's queries evaluated by promtool over a day: gpu01 (tenant research) 6 of 8
+    GPUs idle, gpu02 (tenant product) none. Both controllers report the same numbers (on 25.11+
+    a standby slurmctld redirects /metrics to the primary), counted once."""
+    (node_gpus, node_alloc), (part_gpus, part_alloc), node_labels, part_labels = NODE_GPU_SERIES[version]
+    files = render_monitoring(load_cluster(lab_at(tmp_path, version)))
+    board = json.loads(files["monitoring/grafana/dashboards/idle-gpu-hours.json"])
+    queries = {panel["title"]: panel["targets"][0]["expr"] for panel in board["panels"]}
+    # Samples every 5 min from the 5th: the day's window holds 288 of them, whichever end a
+    # Prometheus release includes.
+    day = "_ {}x300"
+    series = [{"series": 'up{job="node",host="gpu01",tenant="research"}', "values": day.format(1)}]
+    series.append({"series": 'up{job="node",host="gpu02",tenant="product"}', "values": day.format(1)})
+    for ctl in ("ctl01", "ctl02"):
+        for node, alloc in (("gpu01", 2), ("gpu02", 8)):
+            labels = node_labels.format(node=node, ctl=ctl)
+            series += [
+                {"series": node_gpus + labels, "values": day.format(8)},
+                {"series": node_alloc + labels, "values": day.format(alloc)},
+            ]
+        series += [
+            {"series": part_gpus + part_labels.format(ctl=ctl), "values": day.format(16)},
+            {"series": part_alloc + part_labels.format(ctl=ctl), "values": day.format(10)},
+        ]
+    expected = {
+        "Idle GPU hours per partition (24 h)": [{"labels": '{partition="gpu"}', "value": 6 * 24}],
+        "Idle GPU hours on nodes of tenant research (24 h)": [{"labels": "{}", "value": 6 * 24}],
+        "Idle GPU hours on nodes of tenant product (24 h)": [{"labels": "{}", "value": 0}],
+    }
+    tests = {
+        "tests": [
+            {
+                "interval": "5m",
+                "input_series": series,
+                "promql_expr_test": [
+                    {"expr": queries[title], "eval_time": "24h", "exp_samples": samples}
+                    for title, samples in expected.items()
+                ],
+            }
+        ]
+    }
+    (tmp_path / "idle.test.yml").write_text(yaml.safe_dump(tests))
+    tested = promtool("test", "rules", "idle.test.yml", cwd=tmp_path)
+    assert tested.returncode == 0 and "SUCCESS" in tested.stdout, tested.stdout + tested.stderr

@@ -15,4 +15,94 @@ esc() { sed -e 's/\\/\\\\/g' -e 's/"/\\"/g'; }
   done
   echo "# TYPE gpucluster_slurm_controller_in_control gauge"
   ping=$(scontrol ping 2>/dev/null)
+  if nodes=$(sinfo -a -N -h -O 'NodeList:0|,PartitionName:0|,StateLong:0|,Gres:0|,GresUsed:0' 2>/dev/null) &&
+    jobs=$(squeue -a -r -h -t PD,R -O 'StateCompact:0|,Partition:0|,tres-alloc:0' 2>/dev/null); then
+    { printf '%s\n' "$nodes" | sed 's/^/node|/'; printf '%s\n' "$jobs" | sed 's/^/job|/'; } | awk -F'|' '
+      function gpus_of(gres,   n, i, k, entry, field, sum) {
+        # gpu:h100:8(S:0), gpu:h100:2(IDX:0-1), gpu:4, gpu:a100:2,gpu:h100:4 (shard:... and other GRES
+        # left out); the parenthesised part may hold commas (IDX:0,2-3): removed first.
+        gsub(/\([^)]*\)/, "", gres)
+        n = split(gres, entry, ",")
+        sum = 0
+        for (i = 1; i <= n; i++) {
+          k = split(entry[i], field, ":")
+          if (field[1] != "gpu") continue
+          if (k > 1 && field[k] ~ /^[0-9]+$/) sum += field[k]
+          else sum += 1
+        }
+        return sum
+      }
+      function gpus_asked(tres,   n, i, entry, typed, untyped) {
+        # cpu=1,mem=1G,node=2,billing=1,gres/gpu=16,gres/gpu:h100=16: the untyped count, else the
+        # typed ones summed (AccountingStorageTRES may name typed GPUs only).
+        untyped = -1
+        typed = 0
+        n = split(tres, entry, ",")
+        for (i = 1; i <= n; i++) {
+          if (entry[i] ~ /^gres\/gpu=/) untyped = substr(entry[i], 10) + 0
+          else if (entry[i] ~ /^gres\/gpu:/) typed += substr(entry[i], index(entry[i], "=") + 1)
+        }
+        return untyped >= 0 ? untyped : typed
+      }
+      function state_class(state) {
+        # The long state of sinfo, with its flags: idle, mixed, allocated, drained, draining, down*, ...
+        state = tolower(state)
+        if (state ~ /down|fail|[*]/) return "down"
+        if (state ~ /drain/) return "drain"
+        if (state ~ /mix/) return "mixed"
+        if (state ~ /alloc|comp/) return "allocated"
+        if (state ~ /idle/) return "idle"
+        return "other"
+      }
+      function see(partition) {
+        if (!(partition in seen)) {
+          seen[partition] = 1
+          partitions[++np] = partition
+        }
+      }
+      $1 == "node" && NF >= 6 {
+        if ($3 != "n/a") {
+          see($3)
+          gpus[$3] += gpus_of($5)
+          gpus_alloc[$3] += gpus_of($6)
+          partition_nodes[$3, state_class($4)]++
+        }
+        if (!($2 in node_gpus)) node_names[++nn] = $2
+        node_gpus[$2] = gpus_of($5)
+        node_gpus_alloc[$2] = gpus_of($6)
+      }
+      $1 == "job" && NF >= 4 {
+        # A pending job may name several partitions (a,b): it counts in each.
+        m = split($3, named, ",")
+        for (i = 1; i <= m; i++) {
+          see(named[i])
+          # squeue -t PD,R: the other states it prints (R, CF) are the running ones.
+          if ($2 == "PD") {
+            pending[named[i]]++
+            pending_gpus[named[i]] += gpus_asked($4)
+          } else running[named[i]]++
+        }
+      }
+      END {
+        printf "# HELP gpucluster_slurm_partition_gpus GPUs of the nodes of the partition (a node in two partitions counts in each).\n# TYPE gpucluster_slurm_partition_gpus gauge\n"
+        for (i = 1; i <= np; i++) printf "gpucluster_slurm_partition_gpus{partition=\"%s\"} %d\n", partitions[i], gpus[partitions[i]]
+        printf "# HELP gpucluster_slurm_partition_gpus_alloc GPUs allocated on the nodes of the partition, by jobs of any partition.\n# TYPE gpucluster_slurm_partition_gpus_alloc gauge\n"
+        for (i = 1; i <= np; i++) printf "gpucluster_slurm_partition_gpus_alloc{partition=\"%s\"} %d\n", partitions[i], gpus_alloc[partitions[i]]
+        printf "# HELP gpucluster_slurm_partition_jobs_pending Pending jobs that may run in the partition (array tasks each).\n# TYPE gpucluster_slurm_partition_jobs_pending gauge\n"
+        for (i = 1; i <= np; i++) printf "gpucluster_slurm_partition_jobs_pending{partition=\"%s\"} %d\n", partitions[i], pending[partitions[i]]
+        printf "# HELP gpucluster_slurm_partition_jobs_pending_gpus GPUs asked for by the pending jobs of the partition.\n# TYPE gpucluster_slurm_partition_jobs_pending_gpus gauge\n"
+        for (i = 1; i <= np; i++) printf "gpucluster_slurm_partition_jobs_pending_gpus{partition=\"%s\"} %d\n", partitions[i], pending_gpus[partitions[i]]
+        printf "# HELP gpucluster_slurm_partition_jobs_running Running jobs of the partition.\n# TYPE gpucluster_slurm_partition_jobs_running gauge\n"
+        for (i = 1; i <= np; i++) printf "gpucluster_slurm_partition_jobs_running{partition=\"%s\"} %d\n", partitions[i], running[partitions[i]]
+        printf "# HELP gpucluster_slurm_partition_nodes Nodes of the partition by state (each node in one).\n# TYPE gpucluster_slurm_partition_nodes gauge\n"
+        split("down drain mixed allocated idle other", classes, " ")
+        for (i = 1; i <= np; i++) for (c = 1; c <= 6; c++)
+          printf "gpucluster_slurm_partition_nodes{partition=\"%s\",state=\"%s\"} %d\n", partitions[i], classes[c], partition_nodes[partitions[i], classes[c]]
+        printf "# HELP gpucluster_slurm_node_gpus GPUs of the node.\n# TYPE gpucluster_slurm_node_gpus gauge\n"
+        for (i = 1; i <= nn; i++) printf "gpucluster_slurm_node_gpus{slurm_node=\"%s\"} %d\n", node_names[i], node_gpus[node_names[i]]
+        printf "# HELP gpucluster_slurm_node_gpus_alloc GPUs of the node allocated to jobs.\n# TYPE gpucluster_slurm_node_gpus_alloc gauge\n"
+        for (i = 1; i <= nn; i++) printf "gpucluster_slurm_node_gpus_alloc{slurm_node=\"%s\"} %d\n", node_names[i], node_gpus_alloc[node_names[i]]
+      }
+    '
+  fi
 } > "$tmp" && mv "$tmp" "$out"
