@@ -199,9 +199,24 @@ def inventory(draw: Any) -> tuple[dict[str, Any], dict[str, Any]]:
         for name, entry in zip(groups, nodes, strict=True)
         if node_types[entry["type"]].get("gpus") or entry.get("gpus")
     }
+
+    def cpus(node: dict[str, Any]) -> int:
+        return int(
+            node.get("cpus") or node["sockets"] * node["cores_per_socket"] * node.get("threads_per_core", 1)
+        )
+
+    # Racks where a job of all GPUs would not get one CPU each (gpucluster refuses cpus_per_gpu there).
+    few_cpus = {
+        name
+        for name, entry in zip(groups, nodes, strict=True)
+        if node_types[entry["type"]].get("gpus")
+        and node_types[entry["type"]]["gpus"]["count"] > cpus(node_types[entry["type"]])
+    }
     for partition in partitions:
         for key in draw(st.lists(st.sampled_from(sorted(PARTITION_OPTIONS)), max_size=4, unique=True)):
             if key in ("cpus_per_gpu", "memory_per_gpu_mb") and not set(partition["nodes"]) & gpu_racks:
+                continue
+            if key == "cpus_per_gpu" and set(partition["nodes"]) & few_cpus:
                 continue
             partition[key] = draw(PARTITION_OPTIONS[key])
         if partition.get("exclusive") and "over_subscribe" in partition:
