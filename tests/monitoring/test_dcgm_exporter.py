@@ -263,3 +263,32 @@ def test_the_role_installs_the_scripts_where_slurm_conf_points() -> None:
     assert defaults["monitoring_dcgm_exporter_settings_path"] == dcgm.SETTINGS_PATH
     assert defaults["monitoring_dcgm_exporter_service"] == dcgm.SERVICE
     assert defaults["monitoring_dcgm_exporter_packages"] == [dcgm.PACKAGE]
+
+
+def test_the_job_mapping_scripts_kept_as_the_sites_own_are_refused_where_the_exporter_writes_them(
+    tmp_path: Path,
+) -> None:
+    """An inventory imported from a slurm.conf gpucluster rendered holds them in slurm.prolog/epilog."""
+    imported = {
+        "    health: {interval: 10}\n": (
+            f"    health: {{interval: 10}}\n    prolog: [{dcgm.PROLOG}, /etc/slurm/prolog.d/site]\n"
+            f"    epilog: [{dcgm.EPILOG}]\n"
+        )
+    }
+    found = problems(lab(tmp_path, NVIDIA_DRIVER, AUTO, imported))
+    assert [line.split(": ", 2)[1:] for line in found] == [
+        [
+            "cluster.slurm.prolog[0]",
+            f"{dcgm.PROLOG} is the job mapping's Prolog, which cluster.monitoring.dcgm_exporter writes; "
+            "remove it here (slurmd would run it twice)",
+        ],
+        [
+            "cluster.slurm.epilog[0]",
+            f"{dcgm.EPILOG} is the job mapping's Epilog, which cluster.monitoring.dcgm_exporter writes; "
+            "remove it here (slurmd would run it twice)",
+        ],
+    ]
+    assert all(line.startswith(f"{CLUSTER_FILE}:") for line in found)
+    # Where the exporter is off, they are the site's own scripts and stay.
+    cluster = load_cluster(lab(tmp_path / "off", imported))
+    assert f"Prolog={dcgm.PROLOG}" in job_script_lines(render_files(cluster)["slurm/slurm.conf"])
