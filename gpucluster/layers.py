@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError, create_model
 
 from gpucluster.cluster import Cluster, core_warnings, parse_spec, pydantic_problems, resolve
-from gpucluster.errors import InventoryError, Problem
+from gpucluster.errors import InventoryError, Problem, format_path
 from gpucluster.inventory import load_inventory
 from gpucluster.model import CLOUD_SECTION, KUBERNETES_SECTION, MONITORING_SECTION, ClusterFile, ClusterSpec
 from gpucluster.modelbase import Update, spec
@@ -145,9 +145,47 @@ def _load_cluster(directory: str | Path) -> Cluster:
         if layer.key in sections:
             check: Check = _load(layer.checks)
             problems += check(cluster)
+    problems += _check_layer_slurm_conf(cluster)
     if problems:
         raise InventoryError(problems)
     return cluster
+
+
+def layer_slurm_conf(cluster: Cluster) -> dict[str, list[tuple[str, object]]]:
+    """Section key -> the slurm.conf lines its layer adds, for the layers that add any."""
+    found = {layer.key: _load(layer.slurm_conf)(cluster) for layer in layers_of(cluster) if layer.slurm_conf}
+    return {key: lines for key, lines in found.items() if lines}
+
+
+def _check_layer_slurm_conf(cluster: Cluster) -> list[Problem]:
+    """A line a layer writes may not also come from the Slurm section: Slurm keeps one of two lines
+    of a key (the layer would silently lose), and runs a Prolog or Epilog named twice twice (an
+    inventory imported from a slurm.conf gpucluster rendered holds both kinds as the site's)."""
+    slurm = cluster.spec.slurm
+    programs = {"Prolog": ("prolog", slurm.prolog), "Epilog": ("epilog", slurm.epilog)}
+    extra = {key.lower(): key for key in slurm.extra}
+    file = cluster.inventory.cluster_file
+    problems: list[Problem] = []
+    for section, lines in layer_slurm_conf(cluster).items():
+        for key, value in lines:
+            if key in programs:
+                name, values = programs[key]
+                problems += [
+                    file.problem(
+                        format_path(["cluster", "slurm", name, index]),
+                        f"{key}={value} is written by cluster.{section}; remove it here (slurmd would run it twice)",
+                    )
+                    for index, given in enumerate(values)
+                    if given == value
+                ]
+            elif key.lower() in extra:
+                problems.append(
+                    file.problem(
+                        format_path(["cluster", "slurm", "extra", extra[key.lower()]]),
+                        f"{key} is written by cluster.{section}; remove it here (Slurm would keep one of the two lines)",
+                    )
+                )
+    return problems
 
 
 def layers_of(cluster: Cluster) -> list[Layer]:
@@ -176,12 +214,11 @@ def layer_tables(cluster: Cluster) -> list[str]:
 def renderers(cluster: Cluster) -> dict[str, Renderer]:
     """Output folder -> renderer, for the core and the layers this cluster uses."""
     found = {folder: _load(ref) for folder, ref in CORE_RENDERERS.items()}
-    used = layers_of(cluster)
-    for layer in used:
+    for layer in layers_of(cluster):
         found.update({folder: _load(ref) for folder, ref in layer.renderers.items()})
-    sections = [_load(layer.slurm_conf)(cluster) for layer in used if layer.slurm_conf]
-    if any(sections):
-        found["slurm"] = partial(found["slurm"], layer_sections=[s for s in sections if s])
+    sections = list(layer_slurm_conf(cluster).values())
+    if sections:
+        found["slurm"] = partial(found["slurm"], layer_sections=sections)
     return found
 
 

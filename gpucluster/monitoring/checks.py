@@ -35,22 +35,6 @@ def check_monitoring(cluster: Cluster) -> list[Problem]:
         )
     for message in dcgm.refusals(cluster, monitoring):
         fail(["dcgm_exporter"], message)
-    if dcgm.dcgm_exporter(cluster, monitoring).on:
-        # An inventory imported from a slurm.conf gpucluster rendered carries these lines as the site's.
-        slurm = cluster.spec.slurm
-        for key, programs, script in (
-            ("prolog", slurm.prolog, dcgm.PROLOG),
-            ("epilog", slurm.epilog, dcgm.EPILOG),
-        ):
-            for index, program in enumerate(programs):
-                if program == script:
-                    problems.append(
-                        file.problem(
-                            format_path(["cluster", "slurm", key, index]),
-                            f"{script} is the job mapping's {key.capitalize()}, which "
-                            "cluster.monitoring.dcgm_exporter writes; remove it here (slurmd would run it twice)",
-                        )
-                    )
     return problems
 
 

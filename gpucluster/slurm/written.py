@@ -1,7 +1,8 @@
 """The slurm.conf keys gpucluster writes itself (gpucluster/slurm/render.py), and where the model
 holds each. `cluster.slurm.extra` may not set them: a key the model has a place for belongs there
 (MODELLED), and a key another setting writes (WRITTEN, when that setting is on) would be a second
-line, of which Slurm keeps one, so that the other setting would silently lose.
+line, of which Slurm keeps one, so that the other setting would silently lose. The lines a layer
+adds (monitoring's MetricsType, Prolog, Epilog) are the layer's: gpucluster.layers checks those.
 
 tests/unit/test_input_errors.py renders slurm.conf for every example and a maximal inventory and
 checks that every key it finds is here, written exactly when `written_keys` says.
@@ -121,12 +122,7 @@ def _rest_api(spec: ClusterSpec) -> bool:
     return spec.slurm.rest_api is not None
 
 
-def _metrics(spec: ClusterSpec) -> bool:
-    return getattr(spec, "monitoring", None) is not None and spec.slurm.release.openmetrics
-
-
 CORE = "gpucluster's slurm.conf (always written)"
-METRICS = "cluster.monitoring (slurmctld's OpenMetrics, 25.11+)"
 HEALTH = "cluster.slurm.health (gpucluster-healthcheck)"
 PER_GPU = "each GPU partition (cluster.partitions[].cpus_per_gpu / memory_per_gpu_mb)"
 REST_API = "cluster.slurm.rest_api (JWT for slurmrestd)"
@@ -140,7 +136,6 @@ WRITTEN: dict[str, Written] = {
     "HealthCheckTimeout": Written(HEALTH, _health_timeout),
     "AuthAltTypes": Written(REST_API, _rest_api),
     "AuthAltParameters": Written(REST_API, _rest_api),
-    "MetricsType": Written(METRICS, _metrics),
     # Written on each GPU partition's line: a global one would say something else than they do.
     "DefCpuPerGPU": Written(PER_GPU, _has_gpus),
     "DefMemPerGPU": Written(PER_GPU, _has_gpus),

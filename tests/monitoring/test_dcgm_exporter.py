@@ -279,13 +279,11 @@ def test_the_job_mapping_scripts_kept_as_the_sites_own_are_refused_where_the_exp
     assert [line.split(": ", 2)[1:] for line in found] == [
         [
             "cluster.slurm.prolog[0]",
-            f"{dcgm.PROLOG} is the job mapping's Prolog, which cluster.monitoring.dcgm_exporter writes; "
-            "remove it here (slurmd would run it twice)",
+            f"Prolog={dcgm.PROLOG} is written by cluster.monitoring; remove it here (slurmd would run it twice)",
         ],
         [
             "cluster.slurm.epilog[0]",
-            f"{dcgm.EPILOG} is the job mapping's Epilog, which cluster.monitoring.dcgm_exporter writes; "
-            "remove it here (slurmd would run it twice)",
+            f"Epilog={dcgm.EPILOG} is written by cluster.monitoring; remove it here (slurmd would run it twice)",
         ],
     ]
     assert all(line.startswith(f"{CLUSTER_FILE}:") for line in found)

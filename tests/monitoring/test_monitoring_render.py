@@ -136,6 +136,26 @@ def lab_at(tmp_path: Path, version: str, *edits: tuple[str, str]) -> Path:
     return tmp_path / "lab"
 
 
+def test_metrics_type_in_extra_is_refused_where_monitoring_writes_it_and_the_sites_own_elsewhere(
+    tmp_path: Path,
+) -> None:
+    """Slurm keeps one of two MetricsType lines: the layer's would silently lose."""
+    extra = (
+        "    health: {interval: 10}\n",
+        "    health: {interval: 10}\n    extra: {MetricsType: metrics/openmetrics}\n",
+    )
+    with pytest.raises(InventoryError) as caught:
+        load_cluster(lab_at(tmp_path / "26.05", "26.05", extra))
+    assert [str(p).split(": ", 1)[1] for p in caught.value.problems] == [
+        "cluster.slurm.extra.MetricsType: MetricsType is written by cluster.monitoring; remove it here (Slurm "
+        "would keep one of the two lines)"
+    ]
+    # 24.11 knows no such key: the core refuses it there, as any key of another release.
+    with pytest.raises(InventoryError) as caught:
+        load_cluster(lab_at(tmp_path / "24.11", "24.11", extra))
+    assert "is not a slurm.conf key of Slurm 24.11" in str(caught.value.problems[0])
+
+
 SITE_EXPORTER = ("    dcgm_exporter: false\n", "    dcgm_exporter: false\n    slurm_exporter: {port: 9341}\n")
 
 

@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 import yaml
 
+from gpucluster.cluster import Cluster
 from gpucluster.errors import InventoryError
-from gpucluster.layers import load_cluster
+from gpucluster.layers import layer_slurm_conf, load_cluster
 from gpucluster.render import render_files
 from gpucluster.slurm.conf_keys import KEYS, SOURCES
 from gpucluster.slurm.releases import RELEASES
@@ -240,6 +241,11 @@ def test_the_key_lists_cover_every_release() -> None:
     assert not {"Contain", "Cores", "NoShared", "Backfill"} & set().union(*KEYS.values())
 
 
+def layer_keys(cluster: Cluster) -> set[str]:
+    """The keys the layers write (gpucluster.layers checks them against the Slurm section)."""
+    return {key for lines in layer_slurm_conf(cluster).values() for key, _ in lines if key != "#"}
+
+
 GLOBAL_LINE = re.compile(r"^([A-Za-z]+)=")
 
 
@@ -257,7 +263,7 @@ def test_written_keys_are_what_slurm_conf_holds(example: str) -> None:
     if conf is None:
         return
     found = global_keys(conf)
-    written = set(written_keys(cluster.spec))
+    written = set(written_keys(cluster.spec)) | layer_keys(cluster)
     # Every line gpucluster writes is in the tables, and the table says when it is written.
     assert found - written - set(MODELLED) - set(cluster.spec.slurm.extra) == set()
     assert written - found <= {"DefCpuPerGPU", "DefMemPerGPU"}  # on the partitions' lines
@@ -305,7 +311,7 @@ def test_every_key_a_maximal_inventory_writes_is_in_the_tables(inventories: Inve
     cluster = load_cluster(edited(inventories, maximal))
     conf = render_files(cluster)["slurm/slurm.conf"]
     found = global_keys(conf)
-    written = set(written_keys(cluster.spec))
+    written = set(written_keys(cluster.spec)) | layer_keys(cluster)
     assert found - written - set(MODELLED) - set(cluster.spec.slurm.extra) == set()
     assert written - found <= {"DefCpuPerGPU", "DefMemPerGPU"}
     assert all(key in KEYS[cluster.release.name] for key in found), found - KEYS[cluster.release.name]
