@@ -11,7 +11,6 @@ from gpucluster.cluster import Cluster
 from gpucluster.monitoring import dcgm
 from gpucluster.monitoring.collector import TEXTFILE_DIR, collector_script
 from gpucluster.monitoring.dashboards import dashboards
-from gpucluster.monitoring.dcgm import dcgm_exporter
 from gpucluster.monitoring.model import MonitoringSpec, monitoring_of
 from gpucluster.monitoring.rules import rule_tests_document, rules_document
 from gpucluster.monitoring.targets import controllers, every_host, scrape_jobs
@@ -69,7 +68,7 @@ def alertmanager_config(cluster: Cluster, monitoring: MonitoringSpec) -> dict[st
 def hosts_settings(cluster: Cluster, monitoring: MonitoringSpec) -> dict[str, Any]:
     """What the playbooks read: who runs what, and the ports."""
     slurm = cluster.spec.slurm
-    exporter = dcgm_exporter(cluster, monitoring)
+    exporter = dcgm.dcgm_exporter(cluster, monitoring)
     return {
         "monitoring_host": monitoring.host,
         "node_exporter_hosts": every_host(cluster, monitoring),
@@ -187,7 +186,7 @@ def render_monitoring(cluster: Cluster) -> dict[str, str]:
         files[f"monitoring/grafana/dashboards/{name}.json"] = (
             json.dumps(board, indent=2, sort_keys=True) + "\n"
         )
-    if dcgm_exporter(cluster, monitoring).on:
+    if dcgm.dcgm_exporter(cluster, monitoring).on:
         files["monitoring/dcgm/dcgm-exporter.env"] = dcgm_settings(cluster, monitoring)
         files["monitoring/dcgm/job-mapping-prolog.sh"] = job_mapping_script(cluster, "prolog")
         files["monitoring/dcgm/job-mapping-epilog.sh"] = job_mapping_script(cluster, "epilog")
