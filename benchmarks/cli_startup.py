@@ -33,7 +33,7 @@ GPUCLUSTER = Path(sys.executable).parent / "gpucluster"
 # Top-level imports worth naming (cumulative seconds in -X importtime). Modules a layer loads
 # through importlib (gpucluster.k8s.*, gpucluster.cloud.*) are not in importtime's output: which
 # layers were loaded is read from sys.modules instead.
-PIECES = ["pydantic", "gpucluster.modelbase", "gpucluster.model", "yaml", "jinja2", "argparse"]
+PIECES = ["pydantic", "gpucluster.model.base", "gpucluster.model.spec", "yaml", "jinja2", "argparse"]
 LAYERS = ["gpucluster.k8s", "gpucluster.cloud", "gpucluster.lab"]
 NEVER = ["typer", "click", "rich", "shtab"]
 

@@ -20,10 +20,10 @@ import time
 from pathlib import Path
 
 from gpucluster.layers import load_cluster
-from gpucluster.render import render_files
-from gpucluster.slurm.adopt import import_cluster
-from gpucluster.slurm.adopt import write_inventory as write_imported
+from gpucluster.rendering import render_files
 from gpucluster.slurm.view import SiteFiles
+from gpucluster.slurm_import.adopt import import_cluster
+from gpucluster.slurm_import.adopt import write_inventory as write_imported
 
 # `python benchmarks/import_scale.py` has benchmarks/ first on its path.
 from render_scale import write_inventory  # isort: skip

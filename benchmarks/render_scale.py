@@ -20,7 +20,7 @@ from pathlib import Path
 import yaml
 
 from gpucluster.layers import load_cluster
-from gpucluster.render import render_files
+from gpucluster.rendering import render_files
 
 NODES_PER_LEAF = 32
 LEAVES_PER_SPINE = 64

@@ -13,11 +13,11 @@ def version_line() -> str:
 
 
 def version_doc() -> dict[str, Any]:
-    """The version, the Slurm releases (gpucluster.slurm.releases.RELEASES: which are proven,
+    """The version, the Slurm releases (gpucluster.model.releases.RELEASES: which are proven,
     i.e. run here from Debian's packages) and the charts the Kubernetes layer pins by default
     (gpucluster.k8s.model.Versions)."""
     from gpucluster.k8s.model import Versions
-    from gpucluster.slurm.releases import RELEASES
+    from gpucluster.model.releases import RELEASES
 
     pins = Versions()
     return {

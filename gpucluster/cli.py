@@ -23,7 +23,7 @@ from gpucluster.errors import InventoryError
 from gpucluster.outputs import OUTPUT_PARTS
 
 if TYPE_CHECKING:
-    from gpucluster.cluster import Cluster
+    from gpucluster.model.cluster import Cluster
 
 PROG = "gpucluster"
 DESCRIPTION = "Declarative GPU clusters: Slurm and Kubernetes from one inventory."
@@ -98,7 +98,8 @@ def show(args: argparse.Namespace) -> int:
 
 def render(args: argparse.Namespace) -> int:
     """Write the generated files (slurm/, and the other layers the inventory enables)."""
-    from gpucluster.render import render_files, sync_tree
+    from gpucluster.render.files import sync_tree
+    from gpucluster.rendering import render_files
 
     files = render_files(_load(args.inventory), only=args.only)
     changes = sync_tree(files, args.out_dir, parts=args.only)
@@ -151,7 +152,7 @@ def plan(args: argparse.Namespace) -> int:
     partitions, switches, blocks, tenants per scheduler, users, every setting) and the rendered
     files, each change with what applying it needs on the target release, then the ordered steps
     (moves of nodes between schedulers included)."""
-    from gpucluster.plan import make_plan, text_lines
+    from gpucluster.changes.plan import make_plan, text_lines
 
     result = make_plan(_load(args.old), _load(args.new))
     # A change Slurm cannot make at all (a downgrade, a jump past the window): the plan is still
@@ -172,7 +173,7 @@ def trial(args: argparse.Namespace) -> int:
     Slurm files (the host's own Slurm, or the lab image of the release's Debian suite); exit 1 if
     it logs errors or its topology differs from the inventory. Needs root."""
     from gpucluster.progress import Progress
-    from gpucluster.render import render_files
+    from gpucluster.rendering import render_files
     from gpucluster.trial.slurmctld import TrialUnavailable, run_trial, topology_matches
 
     cluster = _load(args.inventory)
@@ -215,9 +216,9 @@ def import_site(args: argparse.Namespace) -> int:
     renders the same cluster for the target release, printing where every setting went (model,
     extra, mapped from another release, dropped or refused with the reason). With --check, also
     compare what the inventory renders with the files (exit 1 on a difference)."""
-    from gpucluster.slurm.adopt import import_cluster, write_inventory
-    from gpucluster.slurm.import_report import json_doc, text_lines
     from gpucluster.slurm.view import SiteFiles
+    from gpucluster.slurm_import.adopt import import_cluster, write_inventory
+    from gpucluster.slurm_import.report import json_doc, text_lines
 
     gres: list[tuple[str | None, Path]] = []
     for item in args.gres_conf or []:
@@ -435,7 +436,7 @@ def build_parser(with_lab_commands: bool = True) -> argparse.ArgumentParser:
     if with_lab_commands:
         from gpucluster.lab.cli import add_lab_commands
 
-        add_lab_commands(lab)
+        add_lab_commands(lab, add_command)
     return parser
 
 

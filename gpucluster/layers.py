@@ -1,10 +1,10 @@
-"""The one place that composes the core model with the layers built on it.
+"""The one place that composes the core model with the layers built on it, and runs every check.
 
-Dependencies run one way: a layer (Kubernetes, cloud) imports the core; the core imports no layer.
-Each layer names its section of cluster.yml, the model that validates it, its checks, its
-renderers and the lines it adds to slurm.conf, by module path, so a layer is imported only when an
-inventory uses it (the cloud SDK-facing model costs more to import than validating a whole superpod
-inventory).
+Dependencies run one way: the layers (Slurm, node software, Kubernetes, cloud, monitoring) import
+the ground floor (gpucluster.model) and the resolver, and nothing below this module imports it.
+CHECKS is every step from a parsed cluster.yml to a valid Cluster, core and layer alike, in the
+order it runs; LAYERS names each optional section of cluster.yml with its model, renderers,
+warnings and summaries.
 """
 
 from __future__ import annotations
@@ -13,20 +13,122 @@ import gc
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cache, partial
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError, create_model
 
-from gpucluster.cluster import Cluster, core_warnings, parse_spec, pydantic_problems, resolve
+from gpucluster.checks.fabric import (
+    check_block_sizes,
+    check_split_tree,
+    check_topology_default,
+    core_warnings,
+)
+from gpucluster.checks.hosts import check_controllers, check_gpu_devices, check_roles
+from gpucluster.checks.partitions import check_default_partition, check_partitioned
+from gpucluster.checks.storage import check_storage
+from gpucluster.checks.tenants import check_quotas, check_tenant_cycles, check_tenants
+from gpucluster.checks.users import check_users
 from gpucluster.errors import InventoryError, Problem, format_path
 from gpucluster.inventory import load_inventory
-from gpucluster.model import CLOUD_SECTION, KUBERNETES_SECTION, MONITORING_SECTION, ClusterFile, ClusterSpec
-from gpucluster.modelbase import Update, spec
+from gpucluster.model.base import Update, spec
+from gpucluster.model.cluster import Cluster
+from gpucluster.model.spec import (
+    CLOUD_SECTION,
+    KUBERNETES_SECTION,
+    MONITORING_SECTION,
+    ClusterFile,
+    ClusterSpec,
+)
+from gpucluster.nodesoftware.checks import check_node_software
+from gpucluster.resolve import (
+    Resolution,
+    parse_spec,
+    pydantic_problems,
+    resolve,
+    resolve_blocks,
+    resolve_nodes,
+    resolve_partitions,
+    resolve_tenant_gpus,
+    resolve_tree,
+)
+from gpucluster.slurm import checks as slurm
+from gpucluster.slurm.container_checks import check_containers
 
-Renderer = Callable[[Cluster], dict[str, str]]
-Check = Callable[[Cluster], list[Problem]]
+Step = Callable[[Resolution], None]
+
+
+def load_ref(ref: str) -> Any:
+    module, name = ref.split(":")
+    return getattr(importlib.import_module(module), name)
+
+
+# Optional layers are named "module:function": a layer costs more to import than validating a
+# whole inventory without it (the cloud model alone, more than a superpod), so it loads when used.
+def _layer_check(ref: str) -> Step:
+    def run(resolution: Resolution) -> None:
+        resolution.problems += load_ref(ref)(resolution.cluster)
+
+    return run
+
+
+def _layer_lines(resolution: Resolution) -> None:
+    resolution.problems += layer_slurm_conf_problems(resolution.cluster)
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str  # what it resolves or checks, as a reader looks for it
+    run: Step
+    section: str | None = None  # runs only when cluster.<section> is given
+
+
+# Every step from a parsed cluster.yml to a valid Cluster, in the order it runs: the resolve_* steps
+# fill in the Cluster that the checks after them read. Problems are sorted before they are shown.
+CHECKS: tuple[Check, ...] = (
+    Check("node groups: hosts, node types, owners", resolve_nodes),
+    Check("GPU device lists", check_gpu_devices),
+    Check("controllers", check_controllers),
+    Check("partitions: their hosts", resolve_partitions),
+    Check("partitions: every Slurm host in one", check_partitioned),
+    Check("partitions: one default", check_default_partition),
+    Check("switch tree", resolve_tree),
+    Check("switch tree: one root", check_split_tree),
+    Check("NVLink blocks", resolve_blocks),
+    Check("default topology", check_topology_default),
+    Check("block sizes", check_block_sizes),
+    Check("Unix users and groups", check_users),
+    Check("tenants", check_tenants),
+    Check("tenants: parents", check_tenant_cycles),
+    Check("tenants: GPUs per scheduler", resolve_tenant_gpus),
+    Check("tenants: quotas and limits", check_quotas),
+    Check("Slurm: plugins", slurm.check_plugins),
+    Check("Slurm: release", slurm.check_release),
+    Check("Slurm: login hosts", slurm.check_login),
+    Check("Slurm: ssh to compute nodes", slurm.check_node_ssh),
+    Check("Slurm: containers", check_containers),
+    Check("Slurm: accounting host", slurm.check_accounting_host),
+    Check("Slurm: REST API", slurm.check_rest_api),
+    Check("Slurm: QOS", slurm.check_qos),
+    Check("Slurm: configless", slurm.check_configless),
+    Check("Slurm: GPUs", slurm.check_gpus),
+    Check("Slurm: extra keys", slurm.check_extra),
+    Check("Slurm: prologs and epilogs", slurm.check_prologs),
+    Check("Slurm: daemons", slurm.check_daemons),
+    Check("Slurm: power saving", slurm.check_power_save),
+    Check("Slurm: keys of the release", slurm.check_release_keys),
+    Check("Slurm: node and partition options", slurm.check_options),
+    Check("GPU node software", check_node_software),
+    Check("shared storage: mounts and their hosts", check_storage),
+    Check("Slurm: the controllers' shared state", slurm.check_state_save),  # reads storage_hosts
+    Check("every host has a part", check_roles),
+    Check("Kubernetes", _layer_check("gpucluster.k8s.checks:check_kubernetes"), "kubernetes"),
+    # After Kubernetes: the cloud checks read the Kubernetes section (who owns the GPU driver).
+    Check("cloud", _layer_check("gpucluster.cloud.guardrails:check_cloud"), "cloud"),
+    Check("monitoring", _layer_check("gpucluster.monitoring.checks:check_monitoring"), "monitoring"),
+    Check("slurm.conf lines of the layers", _layer_lines),
+)
 
 
 @dataclass(frozen=True)
@@ -35,7 +137,6 @@ class Layer:
     description: str
     update: Update
     model: str  # "module:Class" validating the section
-    checks: str  # "module:function" run after the core checks
     renderers: dict[str, str] = field(default_factory=dict)  # output folder -> "module:function"
     warnings: str | None = None  # "module:function": what is valid but worth a word (Problem list)
     summary: str | None = None  # "module:function": its entry in `show --json`
@@ -51,7 +152,6 @@ LAYERS = (
         KUBERNETES_SECTION,
         Update.KUBERNETES,
         "gpucluster.k8s.model:KubernetesSpec",
-        "gpucluster.k8s.checks:check_kubernetes",
         {
             "kubernetes": "gpucluster.k8s.render:render_kubernetes",
             "helm": "gpucluster.k8s.render:render_helm",
@@ -60,20 +160,17 @@ LAYERS = (
         "gpucluster.k8s.summary:summary",
         "gpucluster.k8s.summary:summary_table",
     ),
-    # After kubernetes: the cloud checks read the Kubernetes section (who owns the GPU driver).
     Layer(
         "cloud",
         CLOUD_SECTION,
         Update.REBUILD,
         "gpucluster.cloud.model:CloudSpec",
-        "gpucluster.cloud.guardrails:check_cloud",
     ),
     Layer(
         "monitoring",
         MONITORING_SECTION,
         Update.SERVICE,
         "gpucluster.monitoring.model:MonitoringSpec",
-        "gpucluster.monitoring.checks:check_monitoring",
         {"monitoring": "gpucluster.monitoring.render:render_monitoring"},
         "gpucluster.monitoring.checks:monitoring_warnings",
         summary="gpucluster.monitoring.summary:summary",
@@ -81,24 +178,6 @@ LAYERS = (
         slurm_conf="gpucluster.monitoring.slurm_conf:slurm_conf_lines",
     ),
 )
-
-# Renderers of the core model; each owns a top-level folder of the output tree.
-CORE_RENDERERS: dict[str, str] = {
-    "slurm": "gpucluster.slurm.render:render_slurm",
-    # hosts/users.yaml: the Unix accounts the users role creates on every Slurm host;
-    # hosts/node_ssh.yaml: who may ssh to compute nodes without a job.
-    # hosts/storage.yaml and hosts/nfs-exports/: the shared filesystems and their NFS exports.
-    "hosts": "gpucluster.render.hosts:render_hosts",
-    # containers/: Pyxis' plugstack entry, enroot's configuration and the container roles' settings.
-    "containers": "gpucluster.slurm.containers:render_containers",
-    # nodes/: the GPU node software of each node type (role gpu_driver), IMEX domains per block.
-    "nodes": "gpucluster.nodesoftware.render:render_nodes",
-}
-
-
-def _load(ref: str) -> Any:
-    module, name = ref.split(":")
-    return getattr(importlib.import_module(module), name)
 
 
 def _raw_section(data: Any, key: str) -> Any:
@@ -134,18 +213,14 @@ def _load_cluster(directory: str | Path) -> Cluster:
         if raw is None:
             continue
         try:
-            model = _load(layer.model)
+            model = load_ref(layer.model)
             sections[layer.key] = model.model_validate(raw)
         except ValidationError as exc:
             problems += pydantic_problems(file, exc, ("cluster", layer.key), model)
     if core is None or problems:
         raise InventoryError(problems)
-    cluster, problems = resolve(inv, core.model_copy(update=sections))
-    for layer in LAYERS:
-        if layer.key in sections:
-            check: Check = _load(layer.checks)
-            problems += check(cluster)
-    problems += _check_layer_slurm_conf(cluster)
+    steps = [check.run for check in CHECKS if check.section is None or check.section in sections]
+    cluster, problems = resolve(inv, core.model_copy(update=sections), steps)
     if problems:
         raise InventoryError(problems)
     return cluster
@@ -153,11 +228,13 @@ def _load_cluster(directory: str | Path) -> Cluster:
 
 def layer_slurm_conf(cluster: Cluster) -> dict[str, list[tuple[str, object]]]:
     """Section key -> the slurm.conf lines its layer adds, for the layers that add any."""
-    found = {layer.key: _load(layer.slurm_conf)(cluster) for layer in layers_of(cluster) if layer.slurm_conf}
+    found = {
+        layer.key: load_ref(layer.slurm_conf)(cluster) for layer in layers_of(cluster) if layer.slurm_conf
+    }
     return {key: lines for key, lines in found.items() if lines}
 
 
-def _check_layer_slurm_conf(cluster: Cluster) -> list[Problem]:
+def layer_slurm_conf_problems(cluster: Cluster) -> list[Problem]:
     """A line a layer writes may not also come from the Slurm section: Slurm keeps one of two lines
     of a key (the layer would silently lose), and runs a Prolog or Epilog named twice twice (an
     inventory imported from a slurm.conf gpucluster rendered holds both kinds as the site's)."""
@@ -198,35 +275,24 @@ def layer_warnings(cluster: Cluster) -> list[Problem]:
     found: list[Problem] = core_warnings(cluster)
     for layer in layers_of(cluster):
         if layer.warnings:
-            found += _load(layer.warnings)(cluster)
+            found += load_ref(layer.warnings)(cluster)
     return sorted(set(found), key=lambda p: (p.file, p.line or 0, p.path, p.message))
 
 
 def layer_summaries(cluster: Cluster) -> dict[str, Any]:
     """Section key -> what `show --json` says of each layer that has something to say."""
-    return {layer.key: _load(layer.summary)(cluster) for layer in layers_of(cluster) if layer.summary}
+    return {layer.key: load_ref(layer.summary)(cluster) for layer in layers_of(cluster) if layer.summary}
 
 
 def layer_tables(cluster: Cluster) -> list[str]:
-    return [_load(layer.summary_table)(cluster) for layer in layers_of(cluster) if layer.summary_table]
-
-
-def renderers(cluster: Cluster) -> dict[str, Renderer]:
-    """Output folder -> renderer, for the core and the layers this cluster uses."""
-    found = {folder: _load(ref) for folder, ref in CORE_RENDERERS.items()}
-    for layer in layers_of(cluster):
-        found.update({folder: _load(ref) for folder, ref in layer.renderers.items()})
-    sections = list(layer_slurm_conf(cluster).values())
-    if sections:
-        found["slurm"] = partial(found["slurm"], layer_sections=sections)
-    return found
+    return [load_ref(layer.summary_table)(cluster) for layer in layers_of(cluster) if layer.summary_table]
 
 
 @cache
 def full_model() -> type[ClusterFile]:
     """ClusterFile with every layer's section typed: for the JSON Schema and the key reference."""
     fields: dict[str, Any] = {
-        layer.key: (_load(layer.model) | None, spec(layer.description, layer.update, default=None))
+        layer.key: (load_ref(layer.model) | None, spec(layer.description, layer.update, default=None))
         for layer in LAYERS
     }
     full_spec = create_model("ClusterSpec", __base__=ClusterSpec, **fields)

@@ -1,4 +1,4 @@
-"""The folders of a rendered tree, one per renderer (gpucluster.layers composes them): what
+"""The folders of a rendered tree, one per renderer (gpucluster.rendering composes them): what
 `gpucluster render --only` takes. Kept apart so that the command line lists them without
 loading the model."""
 

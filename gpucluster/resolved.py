@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpucluster.cluster import Cluster
-from gpucluster.modelbase import Owner
+from gpucluster.model.base import Owner
+from gpucluster.model.cluster import Cluster
 from gpucluster.slurm.accounts import fair_shares
 
 # Lists of the spec compared by name, and the key of each entry's name.

@@ -13,15 +13,15 @@ import dataclasses
 import json
 from typing import Any
 
-from gpucluster.cluster import Cluster
 from gpucluster.console import Tree, table
 from gpucluster.hostlists import compress
 from gpucluster.layers import layer_summaries, layer_tables
-from gpucluster.modelbase import Owner
+from gpucluster.model.base import Owner
+from gpucluster.model.cluster import Cluster
+from gpucluster.model.releases import RELEASES, Release, SlurmVersion
 from gpucluster.resolved import resolved_view
 from gpucluster.slurm.accounts import fair_shares
 from gpucluster.slurm.gpus import gpu_cores, per_gpu_defaults
-from gpucluster.slurm.releases import RELEASES, Release, SlurmVersion
 from gpucluster.slurm.settings import priority_lines
 
 

@@ -33,7 +33,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from gpucluster.slurm.releases import RELEASES  # noqa: E402
+from gpucluster.model.releases import RELEASES  # noqa: E402
 
 TARGET = REPO / "gpucluster" / "slurm" / "conf_keys.py"
 MAN_PAGE = "doc/man/man5/slurm.conf.5"

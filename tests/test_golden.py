@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from gpucluster.layers import load_cluster
-from gpucluster.render import render_files
+from gpucluster.rendering import render_files
 from tests.conftest import INVENTORIES, example_inventories
 
 GOLDEN = Path(__file__).parent / "golden"

@@ -19,7 +19,7 @@ import pulumi_eks as eks
 from gpucluster.cloud.config import StackConfig
 from gpucluster.cloud.model import AwsSettings, SystemPool
 from gpucluster.cloud.outputs import Built, output_field
-from gpucluster.cloud.plan import POOL_LABEL, CloudPlan, PoolPlan
+from gpucluster.cloud.pools import POOL_LABEL, CloudPlan, PoolPlan
 
 NODE_POLICIES = (
     "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy",

@@ -17,7 +17,7 @@ from gpucluster.cloud.config import StackConfig
 from gpucluster.cloud.guardrails import aks_pool_name
 from gpucluster.cloud.model import AzureSettings
 from gpucluster.cloud.outputs import Built, output_field
-from gpucluster.cloud.plan import POOL_LABEL, CloudPlan, DriverOwner, PoolPlan
+from gpucluster.cloud.pools import POOL_LABEL, CloudPlan, DriverOwner, PoolPlan
 
 
 def aks_gpu_driver(owner: DriverOwner) -> containerservice.GPUDriver:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pulumi
 
-from gpucluster.cloud.plan import CloudPlan
+from gpucluster.cloud.pools import CloudPlan
 from gpucluster.errors import Problem
 
 # Provider config keys that name where resources go, compared with the inventory's cloud section.

@@ -17,8 +17,8 @@ from gpucluster.cloud.guardrails import FILESTORE_DEFAULT_TIER
 from gpucluster.cloud.kubeconfig import ExecPlugin, exec_kubeconfig
 from gpucluster.cloud.model import GcpSettings, SystemPool
 from gpucluster.cloud.outputs import Built, output_field
-from gpucluster.cloud.plan import POOL_LABEL, CloudPlan, DriverOwner, PoolPlan, cloud_name
-from gpucluster.storage import SharedFilesystem
+from gpucluster.cloud.pools import POOL_LABEL, CloudPlan, DriverOwner, PoolPlan, cloud_name
+from gpucluster.model.storage import SharedFilesystem
 
 GKE_AUTH = ExecPlugin("gke-gcloud-auth-plugin", provide_cluster_info=True)
 

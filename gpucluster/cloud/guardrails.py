@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING
 
 from gpucluster.cloud.catalog import NEBIUS_CPU_PRESET_RE, known_gpu_machines, split_nebius
 from gpucluster.cloud.model import LABEL_VALUE_RE
-from gpucluster.cloud.plan import CLOUD_OWNERS, GPU_TAINT, CloudPlan, PoolPlan, plan_cloud
+from gpucluster.cloud.pools import CLOUD_OWNERS, GPU_TAINT, CloudPlan, PoolPlan, plan_cloud
 from gpucluster.errors import InventoryError, Problem, format_path
 from gpucluster.hostlists import compress
 from gpucluster.k8s.model import kubernetes_of
 from gpucluster.k8s.names import OWNER_LABEL, OWNER_TAINT_KEY
 
 if TYPE_CHECKING:  # the cluster module calls check_cloud; keep this import type-only
-    from gpucluster.cluster import Cluster
+    from gpucluster.model.cluster import Cluster
 
 NVIDIA_AMIS = ("AL2023_x86_64_NVIDIA", "BOTTLEROCKET_x86_64_NVIDIA")
 AKS_POOL_NAME = re.compile(r"^[a-z][a-z0-9]{0,11}$")

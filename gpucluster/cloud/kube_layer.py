@@ -14,10 +14,10 @@ from collections.abc import Sequence
 import pulumi
 import pulumi_kubernetes as k8s
 
-from gpucluster.cluster import Cluster
 from gpucluster.k8s.mirror import chart_source
 from gpucluster.k8s.model import kubernetes_of
 from gpucluster.k8s.render import releases
+from gpucluster.model.cluster import Cluster
 
 
 class KubernetesLayer(pulumi.ComponentResource):

@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import Field
 
-from gpucluster.modelbase import NAME_RE, Strict, Update, spec
+from gpucluster.model.base import NAME_RE, Strict, Update, spec
 
 if TYPE_CHECKING:
-    from gpucluster.cluster import Cluster
+    from gpucluster.model.cluster import Cluster
 
 KUBE_MINOR_RE = r"^1\.\d{2}$"
 LABEL_KEY_RE = r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"

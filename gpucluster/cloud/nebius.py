@@ -15,7 +15,7 @@ from gpucluster.cloud.config import StackConfig
 from gpucluster.cloud.kubeconfig import ExecPlugin, exec_kubeconfig
 from gpucluster.cloud.model import NebiusSettings
 from gpucluster.cloud.outputs import Built, output_field
-from gpucluster.cloud.plan import POOL_LABEL, CloudPlan, PoolPlan
+from gpucluster.cloud.pools import POOL_LABEL, CloudPlan, PoolPlan
 
 NEBIUS_AUTH = ExecPlugin("nebius", args=("mk8s", "v1", "cluster", "get-token", "--format", "json"))
 

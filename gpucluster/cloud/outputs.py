@@ -8,7 +8,7 @@ from typing import Any
 
 import pulumi
 
-from gpucluster.cloud.plan import CloudPlan, PoolPlan
+from gpucluster.cloud.pools import CloudPlan, PoolPlan
 from gpucluster.hostlists import compress
 
 

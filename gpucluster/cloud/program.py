@@ -11,11 +11,11 @@ from gpucluster import yamlout
 from gpucluster.cloud.config import StackConfig, check_stack, read_stack_config
 from gpucluster.cloud.guardrails import enforce
 from gpucluster.cloud.outputs import Built, ansible_inventory, pool_facts
-from gpucluster.cloud.plan import CloudPlan
-from gpucluster.cluster import Cluster
+from gpucluster.cloud.pools import CloudPlan
 from gpucluster.errors import InventoryError
 from gpucluster.k8s.model import kubernetes_of
 from gpucluster.layers import load_cluster
+from gpucluster.model.cluster import Cluster
 
 
 def guarded_plan(provider: str, stack_dir: Path) -> tuple[Cluster, CloudPlan, StackConfig]:

@@ -12,10 +12,10 @@ from gpucluster.k8s.host_software import host_stacks
 from gpucluster.k8s.model import KubernetesSpec, kubernetes_of
 from gpucluster.k8s.names import ADDON_NAMESPACES, hypernode_domains, topology_levels
 from gpucluster.k8s.owners import pods_view
-from gpucluster.modelbase import Owner
+from gpucluster.model.base import Owner
 
 if TYPE_CHECKING:  # the cluster module calls check_kubernetes; keep this import type-only
-    from gpucluster.cluster import Cluster
+    from gpucluster.model.cluster import Cluster
 
 K8S_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")

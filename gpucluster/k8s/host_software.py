@@ -6,8 +6,8 @@ and adds that label only where it is missing: a node labelled `false` keeps the 
 
 from __future__ import annotations
 
-from gpucluster.cluster import Cluster
 from gpucluster.k8s.owners import kubernetes_hosts
+from gpucluster.model.cluster import Cluster
 from gpucluster.nodesoftware.stack import Stack, resolve_stacks
 
 DEPLOY_LABEL = "nvidia.com/gpu.deploy.{}"

@@ -1,15 +1,15 @@
 """The `kubernetes:` section of the cluster file: which add-ons, their pinned charts, and how
 GPUs are handed to pods. One model with the Slurm side: tenants, node types and fabric are shared.
-(No `from __future__ import annotations`: see gpucluster/model.py.)"""
+(No `from __future__ import annotations`: see gpucluster/model/spec.py.)"""
 
 from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import Field
 
-from gpucluster.modelbase import Strict, Update, spec
+from gpucluster.model.base import Strict, Update, spec
 
 if TYPE_CHECKING:
-    from gpucluster.cluster import Cluster
+    from gpucluster.model.cluster import Cluster
 
 DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 KUBE_VERSION_RE = r"^1\.\d{2}(\.\d+)?$"

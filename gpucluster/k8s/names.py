@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the cluster module imports our checks; keep this import type-only
-    from gpucluster.cluster import Cluster
+    from gpucluster.model.cluster import Cluster
 
 LABEL_PREFIX = "gpucluster.io"
 NODE_TYPE_LABEL = f"{LABEL_PREFIX}/node-type"

@@ -13,7 +13,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from gpucluster.cluster import Cluster
 from gpucluster.k8s.host_software import host_stacks, operator_labels
 from gpucluster.k8s.model import KubernetesSpec
 from gpucluster.k8s.names import (
@@ -40,7 +39,8 @@ from gpucluster.k8s.owners import (
     scheduler_tenants,
     slurm_pods_view,
 )
-from gpucluster.model import Owner, Tenant
+from gpucluster.model.cluster import Cluster
+from gpucluster.model.spec import Owner, Tenant
 from gpucluster.slurm.render import BLOCK_TOPOLOGY, TREE_TOPOLOGY
 
 Obj = dict[str, Any]

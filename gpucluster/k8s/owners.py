@@ -11,11 +11,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from gpucluster.k8s.names import OWNER_LABEL, OWNER_TAINT_EFFECT, OWNER_TAINT_KEY
-from gpucluster.modelbase import Owner
+from gpucluster.model.base import Owner
 
 if TYPE_CHECKING:
-    from gpucluster.cluster import Cluster
-    from gpucluster.model import Tenant
+    from gpucluster.model.cluster import Cluster
+    from gpucluster.model.spec import Tenant
 
 KUBERNETES_OWNERS = (Owner.KUBERNETES, Owner.SLURM_ON_KUBERNETES)
 

@@ -9,7 +9,6 @@ from functools import partial
 from typing import Any
 
 from gpucluster import yamlout
-from gpucluster.cluster import Cluster
 from gpucluster.k8s import objects as obj
 from gpucluster.k8s import values as val
 from gpucluster.k8s import volcano
@@ -17,6 +16,7 @@ from gpucluster.k8s.mirror import chart_source, mirror_image
 from gpucluster.k8s.model import ChartPin, KubernetesSpec, kubernetes_of
 from gpucluster.k8s.names import ADDON_NAMESPACES
 from gpucluster.k8s.owners import has_slurm_pods, pods_view, slurm_pods_view
+from gpucluster.model.cluster import Cluster
 
 
 def dump(documents: Iterable[Any], comment: str) -> str:

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpucluster.cluster import Cluster
 from gpucluster.console import table
 from gpucluster.k8s.model import KubernetesSpec, kubernetes_of
+from gpucluster.model.cluster import Cluster
 
 GANG_SCHEDULERS = {"kai": "KAI Scheduler", "volcano": "Volcano"}
 

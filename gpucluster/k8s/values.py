@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 from gpucluster import yamlout
-from gpucluster.cluster import Cluster
 from gpucluster.k8s import volcano
 from gpucluster.k8s.host_software import host_owns_everywhere
 from gpucluster.k8s.mirror import apply_mirror
@@ -40,8 +39,9 @@ from gpucluster.k8s.owners import (
     pods_view,
     slurm_pods_view,
 )
-from gpucluster.k8s.storage import mount_in_pod, rendered_claims, soperator_jail_submounts
-from gpucluster.model import Owner
+from gpucluster.k8s.volumes import mount_in_pod, rendered_claims, soperator_jail_submounts
+from gpucluster.model.cluster import Cluster
+from gpucluster.model.spec import Owner
 
 Values = dict[str, Any]
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpucluster.cluster import Cluster
 from gpucluster.k8s.model import KubernetesSpec
 from gpucluster.k8s.names import (
     GPU_RESOURCE,
@@ -38,7 +37,8 @@ from gpucluster.k8s.objects import (
     namespace_of,
 )
 from gpucluster.k8s.owners import scheduler_tenants
-from gpucluster.model import Owner, Tenant
+from gpucluster.model.cluster import Cluster
+from gpucluster.model.spec import Owner, Tenant
 
 SCHEDULER_NAME = "volcano"
 QUEUE_API = "scheduling.volcano.sh/v1beta1"

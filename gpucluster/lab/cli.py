@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from gpucluster.console import err, out
@@ -12,6 +13,12 @@ from gpucluster.lab.paths import DEFAULT_INVENTORY, podman_env
 from gpucluster.lab.shell import LabError
 from gpucluster.progress import Progress
 from gpucluster.tools import ToolMissing
+
+# The CLI's way to add a subcommand (gpucluster.cli.add_command), handed in so the lab imports nothing back.
+AddCommand = Callable[
+    ["argparse._SubParsersAction[argparse.ArgumentParser]", str, Callable[[argparse.Namespace], int]],
+    argparse.ArgumentParser,
+]
 
 
 def _fail(exc: Exception) -> int:
@@ -131,10 +138,8 @@ def down(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_lab_commands(lab: argparse.ArgumentParser) -> None:
-    """The subcommands of `gpucluster lab`."""
-    from gpucluster.cli import add_command
-
+def add_lab_commands(lab: argparse.ArgumentParser, add_command: AddCommand) -> None:
+    """The subcommands of `gpucluster lab`, each added by the CLI's `add_command`."""
     commands = lab.add_subparsers(title="commands", metavar="COMMAND")
 
     parser_up = add_command(commands, "up", up)

@@ -11,13 +11,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from gpucluster.cluster import Cluster
 from gpucluster.errors import InventoryError
 from gpucluster.lab import network, nodes
 from gpucluster.lab.paths import podman_env
 from gpucluster.lab.shell import run
 from gpucluster.lab.state import LabState
 from gpucluster.layers import load_cluster
+from gpucluster.model.cluster import Cluster
 
 UP = "gpucluster lab up"
 DOWN = "gpucluster lab down"

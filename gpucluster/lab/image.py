@@ -75,7 +75,7 @@ def image_tag(suite: str = DEFAULT_SUITE, recipe_dir: Path = IMAGE_RECIPE_DIR) -
 
 def suite_of(release_name: str) -> str:
     """The Debian suite whose packages are Slurm `release_name` (the lab runs only those)."""
-    from gpucluster.slurm.releases import PROVEN, RELEASES
+    from gpucluster.model.releases import PROVEN, RELEASES
 
     facts = RELEASES.get(release_name)
     suite = facts.packaging.debian_suite if facts else None

@@ -10,10 +10,10 @@ import shutil
 from pathlib import Path
 
 from gpucluster import yamlout
-from gpucluster.cluster import Cluster
 from gpucluster.lab.nodes import container_name
 from gpucluster.lab.paths import state_dir
 from gpucluster.lab.shell import run
+from gpucluster.model.cluster import Cluster
 from gpucluster.tools import venv_tool
 
 VAULT_PASSWORD_FILE = "vault-password"

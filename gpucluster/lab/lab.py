@@ -10,7 +10,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpucluster.cluster import Cluster
 from gpucluster.hostlists import expand
 from gpucluster.lab import image, network, nodes
 from gpucluster.lab.inventory import remove_inventory, vault_password_file, write_inventory
@@ -19,7 +18,8 @@ from gpucluster.lab.playbook import PlaybookRun, run_playbook
 from gpucluster.lab.shell import LabError, run
 from gpucluster.lab.state import LabState
 from gpucluster.layers import load_cluster
-from gpucluster.storage import below
+from gpucluster.model.cluster import Cluster
+from gpucluster.model.storage import below
 from gpucluster.tools import venv_tool
 
 Progress = Callable[[str], None]

@@ -25,7 +25,7 @@ from pathlib import Path
 from gpucluster.lab import image
 from gpucluster.lab.paths import podman_env
 from gpucluster.lab.shell import LabError, run
-from gpucluster.slurm.releases import release
+from gpucluster.model.releases import release
 
 # Binary packages of Slurm's source package; the versioned libraries come through the dependencies.
 SLURM_PACKAGE_PATTERNS = ("slurm*", "sackd", "libpam-slurm*", "libslurm-dev", "libpmi*-dev")

@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from gpucluster.cluster import Cluster
 from gpucluster.lab.inventory import write_inventory
 from gpucluster.lab.playbook import run_playbook
 from gpucluster.lab.shell import LabError
 from gpucluster.lab.state import LabState
 from gpucluster.layers import load_cluster
+from gpucluster.model.cluster import Cluster
 from gpucluster.verify.checks import CheckResult
 from gpucluster.verify.collect import verify_cluster
 

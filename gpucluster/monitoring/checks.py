@@ -10,7 +10,7 @@ from gpucluster.monitoring import dcgm
 from gpucluster.monitoring.model import monitoring_of
 
 if TYPE_CHECKING:
-    from gpucluster.cluster import Cluster
+    from gpucluster.model.cluster import Cluster
 
 
 def check_monitoring(cluster: Cluster) -> list[Problem]:

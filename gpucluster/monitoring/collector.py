@@ -10,7 +10,7 @@ instead. A site's Slurm exporter (cluster.monitoring.slurm_exporter) changes non
 
 from __future__ import annotations
 
-from gpucluster.cluster import Cluster
+from gpucluster.model.cluster import Cluster
 from gpucluster.monitoring.model import MonitoringSpec
 from gpucluster.monitoring.targets import controllers
 from gpucluster.render.templating import header

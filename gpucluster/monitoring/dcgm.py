@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpucluster.cluster import Cluster
-from gpucluster.modelbase import Owner
+from gpucluster.model.base import Owner
+from gpucluster.model.cluster import Cluster
 from gpucluster.monitoring.model import MonitoringSpec
 
 PACKAGE = "datacenter-gpu-manager-exporter"

@@ -1,15 +1,15 @@
 """The `monitoring:` section of the cluster file: where Prometheus and Alertmanager run, how often
 they scrape and evaluate, and where Grafana's packages come from.
-(No `from __future__ import annotations`: see gpucluster/model.py.)"""
+(No `from __future__ import annotations`: see gpucluster/model/spec.py.)"""
 
 from typing import TYPE_CHECKING, Annotated
 
 from pydantic import Field
 
-from gpucluster.modelbase import Strict, Update, spec
+from gpucluster.model.base import Strict, Update, spec
 
 if TYPE_CHECKING:
-    from gpucluster.cluster import Cluster
+    from gpucluster.model.cluster import Cluster
 
 DURATION_RE = r"^[1-9][0-9]*(s|m|h|d)$"
 Duration = Annotated[str, Field(pattern=DURATION_RE)]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from gpucluster.cluster import Cluster
+from gpucluster.model.cluster import Cluster
 from gpucluster.monitoring import dcgm
 from gpucluster.monitoring.collector import TEXTFILE_DIR, collector_script
 from gpucluster.monitoring.dashboards import dashboards

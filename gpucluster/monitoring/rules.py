@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from gpucluster.cluster import Cluster
+from gpucluster.model.cluster import Cluster
 from gpucluster.monitoring import collector
 from gpucluster.monitoring.collector import collector_serves_slurm_metrics
 from gpucluster.monitoring.model import MonitoringSpec

@@ -4,7 +4,7 @@ dcgm-exporter's job mapping as a Prolog and an Epilog where the exporter runs.""
 
 from __future__ import annotations
 
-from gpucluster.cluster import Cluster
+from gpucluster.model.cluster import Cluster
 from gpucluster.monitoring.dcgm import EPILOG, JOB_MAPPING_DIR, PROLOG, dcgm_exporter
 from gpucluster.monitoring.model import monitoring_of
 

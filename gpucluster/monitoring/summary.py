@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpucluster.cluster import Cluster
 from gpucluster.console import table
+from gpucluster.model.cluster import Cluster
 from gpucluster.monitoring.collector import collector_serves_slurm_metrics
 from gpucluster.monitoring.dashboards import dashboards
 from gpucluster.monitoring.dcgm import dcgm_exporter

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from gpucluster.cluster import Cluster, sort_hosts
-from gpucluster.modelbase import Owner
+from gpucluster.model.base import Owner
+from gpucluster.model.cluster import Cluster, sort_hosts
 from gpucluster.monitoring.dcgm import dcgm_exporter
 from gpucluster.monitoring.model import MonitoringSpec
 

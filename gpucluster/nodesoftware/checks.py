@@ -1,5 +1,5 @@
-"""Checks of the node software: run by cluster.py's checker after hosts and NVLink blocks are
-resolved; they see it only through gpucluster.checking.CheckContext."""
+"""Checks of the node software: gpucluster.layers.CHECKS runs them after hosts and NVLink blocks
+are resolved; they see the cluster only through gpucluster.model.checking.CheckContext."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from gpucluster.nodesoftware.stack import resolve_stacks
 
 if TYPE_CHECKING:
-    from gpucluster.checking import CheckContext
+    from gpucluster.model.checking import CheckContext
 
 
 def check_node_software(ctx: CheckContext) -> None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpucluster.cluster import Cluster
+from gpucluster.model.cluster import Cluster
 from gpucluster.nodesoftware import facts
 from gpucluster.nodesoftware.stack import KEYRING, Stack, resolve_stacks
 from gpucluster.render.templating import header

@@ -11,9 +11,9 @@ from gpucluster.hostlists import compress
 from gpucluster.nodesoftware import facts
 
 if TYPE_CHECKING:
-    from gpucluster.cluster import Cluster
-    from gpucluster.model import NodeType
-    from gpucluster.nodesoftware.model import NodeSoftware
+    from gpucluster.model.cluster import Cluster
+    from gpucluster.model.nodesoftware import NodeSoftware
+    from gpucluster.model.spec import NodeType
 
 NVIDIA_REPO_BASE = "https://developer.download.nvidia.com/compute/cuda/repos"
 KEYRING = "/usr/share/keyrings/gpucluster-nvidia-cuda.asc"

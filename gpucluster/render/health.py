@@ -8,9 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpucluster.cluster import Cluster
 from gpucluster.hostlists import expand
-from gpucluster.model import HealthSettings, NodeType
+from gpucluster.model.cluster import Cluster
+from gpucluster.model.spec import HealthSettings, NodeType
 from gpucluster.packagedata import data_path
 from gpucluster.render.templating import header, render_template
 

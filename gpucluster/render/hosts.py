@@ -4,7 +4,7 @@ each NFS server) and who may ssh to the compute nodes without a job (hosts/node_
 
 from __future__ import annotations
 
-from gpucluster.cluster import Cluster
+from gpucluster.model.cluster import Cluster
 from gpucluster.render.node_ssh import render_node_ssh
 from gpucluster.render.storage import render_storage
 from gpucluster.render.users import render_users

@@ -5,7 +5,7 @@ node would lock out the very automation that fixes them."""
 from __future__ import annotations
 
 from gpucluster import yamlout
-from gpucluster.cluster import Cluster
+from gpucluster.model.cluster import Cluster
 from gpucluster.render.templating import header
 
 NODE_SSH_FILE = "hosts/node_ssh.yaml"

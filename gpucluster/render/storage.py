@@ -7,9 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from gpucluster import yamlout
-from gpucluster.cluster import Cluster
+from gpucluster.model.cluster import Cluster
+from gpucluster.model.storage import DEFAULT_OPTIONS, SharedFilesystem
 from gpucluster.render.templating import header
-from gpucluster.storage import DEFAULT_OPTIONS, SharedFilesystem
 
 STORAGE_FILE = "hosts/storage.yaml"
 EXPORTS_DIR = "hosts/nfs-exports"

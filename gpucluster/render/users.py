@@ -8,9 +8,9 @@ from __future__ import annotations
 from typing import Any
 
 from gpucluster import yamlout
-from gpucluster.cluster import Cluster
+from gpucluster.model.cluster import Cluster
+from gpucluster.model.storage import SharedFilesystem, filesystem_of, home_directory
 from gpucluster.render.templating import header
-from gpucluster.storage import SharedFilesystem, filesystem_of, home_directory
 
 USERS_FILE = "hosts/users.yaml"
 

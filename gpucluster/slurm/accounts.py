@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpucluster.cluster import Cluster
-from gpucluster.model import Qos, Tenant
+from gpucluster.model.cluster import Cluster
+from gpucluster.model.spec import Qos, Tenant
 
 
 def _qos_entry(qos: Qos) -> dict[str, Any]:

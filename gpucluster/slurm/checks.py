@@ -1,15 +1,14 @@
 """Checks of the Slurm settings: what the target release supports, login hosts, node ssh, the
-REST API, health checks, configless serving and QOS. Run by cluster.py's checker after the hosts
-are resolved; they see it only through gpucluster.checking.CheckContext."""
+REST API, health checks, configless serving and QOS. gpucluster.layers.CHECKS runs each after the
+hosts are resolved; they see the cluster only through gpucluster.model.checking.CheckContext."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from gpucluster.modelbase import Owner
-from gpucluster.slurm.container_checks import check_containers
+from gpucluster.model.base import Owner
+from gpucluster.model.releases import RELEASES, configless_serves_topology_yaml
 from gpucluster.slurm.gpus import gpu_hardware, parse_cores, socket_split_problem
-from gpucluster.slurm.releases import RELEASES, configless_serves_topology_yaml
 from gpucluster.slurm.settings import prolog_flags, prologs
 from gpucluster.slurm.written import (
     CGROUP_MODELLED,
@@ -22,31 +21,15 @@ from gpucluster.slurm.written import (
 )
 
 if TYPE_CHECKING:
-    from gpucluster.checking import CheckContext
+    from gpucluster.model.checking import CheckContext
 
 
-def check_slurm(ctx: CheckContext) -> None:
-    """Every check of this module, in the order problems read best."""
-    check_plugins(ctx)
-    check_release(ctx)
-    check_login(ctx)
-    check_node_ssh(ctx)
-    check_containers(ctx)
+def check_accounting_host(ctx: CheckContext) -> None:
     if ctx.spec.slurm.accounting and ctx.spec.slurm.accounting.host not in ctx.inv.hostvars:
         ctx.fail(
             ["slurm", "accounting", "host"],
             f"accounting host `{ctx.spec.slurm.accounting.host}` is not a host of {ctx.inv.hosts_file.file}",
         )
-    check_rest_api(ctx)
-    check_qos(ctx)
-    check_configless(ctx)
-    check_gpus(ctx)
-    check_extra(ctx)
-    check_prologs(ctx)
-    check_daemons(ctx)
-    check_power_save(ctx)
-    check_release_keys(ctx)
-    check_options(ctx)
 
 
 def check_state_save(ctx: CheckContext) -> None:
@@ -54,7 +37,7 @@ def check_state_save(ctx: CheckContext) -> None:
     controller mounts: a backup that reads other state (its own disk, or a filesystem it does not
     mount) takes over without the jobs, and the primary's return overwrites what it did. Runs after
     the storage checks (Cluster.storage_hosts)."""
-    from gpucluster.storage import filesystem_of
+    from gpucluster.model.storage import filesystem_of
 
     slurm = ctx.spec.slurm
     path = slurm.state_save_location

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from gpucluster.checking import CheckContext
+    from gpucluster.model.checking import CheckContext
 
 
 def check_containers(ctx: CheckContext) -> None:

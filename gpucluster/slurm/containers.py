@@ -12,10 +12,10 @@ from __future__ import annotations
 from typing import Any
 
 from gpucluster import yamlout
-from gpucluster.cluster import Cluster
-from gpucluster.modelbase import Owner
+from gpucluster.model.base import Owner
+from gpucluster.model.cluster import Cluster
+from gpucluster.model.containers import MOUNT_RE, ContainerSettings, PyxisEnroot, archive_name
 from gpucluster.render.templating import header, render_template
-from gpucluster.slurm.container_settings import MOUNT_RE, ContainerSettings, PyxisEnroot, archive_name
 
 SETTINGS_FILE = "containers/settings.yaml"
 

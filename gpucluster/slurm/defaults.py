@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from gpucluster.slurm.releases import Release
+from gpucluster.model.releases import Release
 
 # Key (lower case) -> Slurm's value when the key is left out.
 _GLOBAL = {

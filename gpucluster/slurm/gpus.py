@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 from gpucluster.hostlists import compress
 
 if TYPE_CHECKING:
-    from gpucluster.cluster import Cluster
-    from gpucluster.model import GpuSpec, NodeType, Partition
+    from gpucluster.model.cluster import Cluster
+    from gpucluster.model.spec import GpuSpec, NodeType, Partition
 
 
 def core_range(first: int, last: int) -> str:

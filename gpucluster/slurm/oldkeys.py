@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpucluster.slurm.releases import Release
+from gpucluster.model.releases import Release
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ literal one), a line ending in `\\` continues on the next; a line whose first ke
 PartitionName, NodeSet, DownNodes or FrontendName (SwitchName, BlockName in topology.conf) is one
 record of several options; `include FILE` reads another file there (relative names from the
 including file's directory; `%c` is the cluster name).
-Nothing here decides what a setting means: gpucluster.slurm.importer and .compare do.
+Nothing here decides what a setting means: gpucluster.slurm_import.importer and .compare do.
 """
 
 from __future__ import annotations

@@ -8,15 +8,15 @@ from dataclasses import dataclass
 from hostlist import numeric_sort_key
 
 from gpucluster import yamlout
-from gpucluster.cluster import Cluster
 from gpucluster.hostlists import compress
-from gpucluster.model import NodeType, Owner, Partition
+from gpucluster.model.cluster import Cluster
+from gpucluster.model.releases import configless_serves_topology_yaml
+from gpucluster.model.spec import NodeType, Owner, Partition
 from gpucluster.render.health import HEALTH_CONF, HEALTH_PROGRAM, bare_metal_health_conf, health_timeout
 from gpucluster.render.templating import header, render_template
 from gpucluster.slurm.accounts import desired_associations
 from gpucluster.slurm.containers import render_oci
 from gpucluster.slurm.gpus import gres_lines, per_gpu_defaults
-from gpucluster.slurm.releases import configless_serves_topology_yaml
 from gpucluster.slurm.restapi import controller_key_path
 from gpucluster.slurm.settings import (
     POWER_SAVE_KEYS,

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpucluster.cluster import Cluster
-from gpucluster.model import SlurmSettings
+from gpucluster.model.cluster import Cluster
+from gpucluster.model.spec import SlurmSettings
 
 JWT_KEY_NAME = "jwt_hs256.key"
 # A slurmdbd host that is no controller has no StateSaveLocation: its copy of the key lives here

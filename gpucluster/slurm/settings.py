@@ -5,7 +5,7 @@ The renderer, the extra-key check (gpucluster.slurm.written) and `gpucluster sho
 
 from __future__ import annotations
 
-from gpucluster.model import FAIRSHARE_PRIORITY, ClusterSpec, Priority
+from gpucluster.model.spec import FAIRSHARE_PRIORITY, ClusterSpec, Priority
 
 # Priority field -> its slurm.conf key, in the order slurm.conf lists them.
 PRIORITY_KEYS = {

@@ -3,7 +3,7 @@ ones) parsed, old keys and values mapped to the release's (gpucluster.slurm.oldk
 as the release spells them, NodeName/PartitionName DEFAULT lines applied, NodeSets and hostlists
 expanded, gres.conf per host, the switch tree and blocks of topology.conf or topology.yaml.
 
-The importer turns a View into an inventory; the comparison (gpucluster.slurm.compare) holds two
+The importer turns a View into an inventory; the comparison (gpucluster.slurm_import.compare) holds two
 Views side by side. Every setting keeps the file and line it came from, and what became of it.
 """
 
@@ -14,6 +14,7 @@ from pathlib import Path
 
 from gpucluster.errors import InventoryError, Problem
 from gpucluster.hostlists import expand, split_top_level
+from gpucluster.model.releases import RELEASES, Release
 from gpucluster.slurm.conf_keys import CGROUP_KEYS, KEYS, NODE_KEYS, PARTITION_KEYS
 from gpucluster.slurm.defaults import PLUGIN_TYPES
 from gpucluster.slurm.oldkeys import Translation, translate, translate_node, translate_partition
@@ -28,7 +29,6 @@ from gpucluster.slurm.parse import (
     Where,
     read_topology_yaml,
 )
-from gpucluster.slurm.releases import RELEASES, Release
 
 GRES_OPTIONS = (
     "name",

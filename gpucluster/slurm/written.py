@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from gpucluster.model import ClusterSpec
+from gpucluster.model.spec import ClusterSpec
 from gpucluster.slurm.settings import PRIORITY_KEYS
 
 SLURM = "cluster.slurm"

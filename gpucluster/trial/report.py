@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpucluster.cluster import Cluster
+from gpucluster.model.cluster import Cluster
 from gpucluster.trial.slurmctld import TrialResult, expected_blocks, expected_topology
 
 Topology = dict[str, tuple[frozenset[str], frozenset[str]]]

@@ -19,12 +19,12 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
-from gpucluster.cluster import Cluster
 from gpucluster.hostlists import expand
 from gpucluster.lab.paths import podman_env
-from gpucluster.model import DEFAULT_STATE_SAVE_LOCATION
-from gpucluster.modelbase import Owner
-from gpucluster.slurm.releases import PROVEN, SlurmVersion
+from gpucluster.model.base import Owner
+from gpucluster.model.cluster import Cluster
+from gpucluster.model.releases import PROVEN, SlurmVersion
+from gpucluster.model.spec import DEFAULT_STATE_SAVE_LOCATION
 from gpucluster.slurm.restapi import JWT_KEY_NAME
 
 # Lines of a daemon log that mean the configuration is not accepted as is.

@@ -17,7 +17,7 @@ from gpucluster.hostlists import compress, expand
 from gpucluster.slurm import accounts
 from gpucluster.verify import parse
 from gpucluster.verify.observed import Command, ControllerSeen, HostSeen, JobRun, Observations
-from gpucluster.verify.plan import COALLOCATION, GPUS, NCCL, TOPOLOGY, Job, Plan, Skip
+from gpucluster.verify.probes import COALLOCATION, GPUS, NCCL, TOPOLOGY, Job, Plan, Skip
 
 T = TypeVar("T")
 

@@ -10,13 +10,13 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from gpucluster.cluster import Cluster
+from gpucluster.model.cluster import Cluster
 from gpucluster.packagedata import data_path
 from gpucluster.tools import venv_env, venv_tool
 from gpucluster.verify.checks import CheckResult, Status, run_checks
 from gpucluster.verify.nodesoftware import node_software_checks
 from gpucluster.verify.observed import Observations, VerifyError, read_observations
-from gpucluster.verify.plan import Plan, make_plan
+from gpucluster.verify.probes import Plan, make_plan
 
 VERIFY_PLAYBOOK = data_path("verify", "verify.yml")
 # Runs a playbook with extra arguments against the cluster's Ansible inventory; raises on failure.

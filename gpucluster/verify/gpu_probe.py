@@ -5,7 +5,7 @@ and, where dcgmi is installed, `dcgm <exit code of dcgmi discovery -l>`."""
 
 from __future__ import annotations
 
-from gpucluster.cluster import Cluster
+from gpucluster.model.cluster import Cluster
 from gpucluster.nodesoftware.stack import Stack, resolve_stacks
 
 SERVICES = ("nvidia-persistenced", "nvidia-fabricmanager", "nvidia-imex", "nvidia-dcgm")

@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from gpucluster.cluster import Cluster
+from gpucluster.model.cluster import Cluster
 from gpucluster.monitoring.model import monitoring_of
 from gpucluster.monitoring.targets import scrape_jobs
 from gpucluster.packagedata import data_path

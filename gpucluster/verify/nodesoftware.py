@@ -15,7 +15,7 @@ from gpucluster.nodesoftware.stack import Stack
 from gpucluster.verify.checks import CheckResult, Findings, Status
 from gpucluster.verify.gpu_probe import stack_hosts
 from gpucluster.verify.observed import HostSeen, Observations
-from gpucluster.verify.plan import Plan
+from gpucluster.verify.probes import Plan
 
 
 @dataclass

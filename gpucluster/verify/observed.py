@@ -44,7 +44,7 @@ class HostSeen:
     served: dict[str, str | None] = field(default_factory=dict)  # configless: fetched file -> sha256
     passwd: str | None = None  # `getent passwd <declared users>`
     all_reduce_perf: str = ""  # path of nccl-tests' all_reduce_perf on a GPU node, "" if none
-    containers: str = ""  # gpucluster.verify.containers.CONTAINER_PROBE's output, "" if not probed
+    containers: str = ""  # gpucluster.verify.container_probe.CONTAINER_PROBE's output, "" if not probed
     gpu_stack: str = ""  # the node software probe's lines (gpucluster.verify.nodesoftware)
 
 

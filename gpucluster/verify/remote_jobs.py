@@ -2,7 +2,7 @@
 """Runs the verification jobs on the primary controller (the verify playbook, verify.yml beside it, copies it there).
 
 It runs on the controller's own python3 (3.8 or later, as Ansible's modules need) with the
-standard library only: it imports nothing of gpucluster. It does not decide anything either: gpucluster plans every command (gpucluster.verify.plan)
+standard library only: it imports nothing of gpucluster. It does not decide anything either: gpucluster plans every command (gpucluster.verify.probes)
 and judges what they printed (gpucluster.verify.checks). What it adds is what a playbook task cannot
 do well: run one stage's jobs side by side, stop a job that runs past its bound, and cancel every
 job of this run at the end, whatever happened.

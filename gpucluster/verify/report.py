@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import sys
 
-from gpucluster.cluster import Cluster
 from gpucluster.console import table
+from gpucluster.model.cluster import Cluster
 from gpucluster.verify.checks import CheckResult, Status
 
 

@@ -111,7 +111,7 @@ conf_server:
   returned: always
 release:
   description: >-
-    What the target Slurm release means on the hosts (from gpucluster.slurm.releases): name,
+    What the target Slurm release means on the hosts (from gpucluster.model.releases): name,
     target version, Debian suite, pid files, whether slurmctld/slurmdbd run as slurm, MariaDB
     and PMIx needs, sackd, whether node-list changes need only a reconfigure and whether a
     reconfigure re-executes the daemons.
@@ -169,9 +169,9 @@ from ansible.module_utils.basic import AnsibleModule
 def classify(cluster: Any) -> dict[str, Any]:
     """Host roles straight from the model, so inventories need no Slurm-specific groups. Only
     hosts bare-metal Slurm owns run slurmd; with none, there is no bare-metal Slurm to install."""
-    from gpucluster.modelbase import Owner
-    from gpucluster.moves import MOVE_REASON
-    from gpucluster.procedures import releases_reading, state_filesystem_entry, switch_type
+    from gpucluster.changes.moves import MOVE_REASON
+    from gpucluster.changes.procedures import releases_reading, state_filesystem_entry, switch_type
+    from gpucluster.model.base import Owner
     from gpucluster.render.health import program_path
     from gpucluster.slurm.render import conf_server, configless_served
     from gpucluster.slurm.restapi import rest_api_settings
@@ -245,7 +245,8 @@ def main() -> None:
     try:
         from gpucluster.errors import InventoryError
         from gpucluster.layers import load_cluster
-        from gpucluster.render import render_files, write_tree
+        from gpucluster.render.files import write_tree
+        from gpucluster.rendering import render_files
     except ImportError as exc:
         module.fail_json(msg=f"gpucluster is not importable ({exc}); set slurm_common_gpucluster_path")
     try:
@@ -263,7 +264,7 @@ def main() -> None:
         for rel, text in files.items()
         if rel.startswith("slurm/") and rel != "slurm/accounts.yaml"
     }
-    from gpucluster.procedures import partition_definitions
+    from gpucluster.changes.procedures import partition_definitions
 
     module.exit_json(
         changed=bool(written),

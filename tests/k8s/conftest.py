@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 import yaml
 
-from gpucluster.cluster import Cluster
 from gpucluster.layers import load_cluster
-from gpucluster.render import render_files
+from gpucluster.model.cluster import Cluster
+from gpucluster.rendering import render_files
 
 REPO = Path(__file__).resolve().parents[2]
 INVENTORIES = REPO / "inventories"

@@ -175,7 +175,7 @@ def test_cli_exits_2_with_the_key_path(tmp_path: Path) -> None:
 
 
 def test_no_kubernetes_section_renders_nothing() -> None:
-    from gpucluster.render import render_files
+    from gpucluster.rendering import render_files
 
     files = render_files(load_cluster(INVENTORIES / "lab"))
     assert not [p for p in files if p.startswith(("kubernetes/", "helm/"))]

@@ -16,8 +16,8 @@ import yaml
 
 from gpucluster.k8s.values import SLINKY_HEALTH_DIR, SLINKY_HEALTH_NAME, SLINKY_HEALTH_PROGRAM
 from gpucluster.layers import load_cluster
-from gpucluster.render import render_files
 from gpucluster.render.health import program_text
+from gpucluster.rendering import render_files
 from tests.k8s.conftest import INVENTORIES
 from tests.k8s.test_values import chart_values, unknown_keys
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import yaml
 
 from gpucluster.layers import load_cluster
-from gpucluster.render import render_files
+from gpucluster.rendering import render_files
 from gpucluster.tools import venv_env, venv_tool
 from tests.k8s.conftest import REPO
 from tests.k8s.crd import validate_custom_resource

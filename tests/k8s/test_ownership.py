@@ -25,7 +25,6 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from gpucluster.cluster import Cluster
 from gpucluster.hostlists import expand
 from gpucluster.k8s.names import (
     KAI_NODE_POOL_LABEL,
@@ -37,7 +36,8 @@ from gpucluster.k8s.names import (
     OWNER_TAINT_KEY,
 )
 from gpucluster.layers import load_cluster
-from gpucluster.render import render_files
+from gpucluster.model.cluster import Cluster
+from gpucluster.rendering import render_files
 from tests.k8s.conftest import (
     REPO,
     cluster_of,

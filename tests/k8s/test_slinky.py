@@ -22,13 +22,13 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from gpucluster.cluster import Cluster
 from gpucluster.hostlists import expand
 from gpucluster.k8s.names import NODESET_LABEL, OWNER_LABEL, SLINKY_TOPOLOGY_ANNOTATION, nodeset_groups
 from gpucluster.k8s.owners import slurm_pods_view
 from gpucluster.layers import load_cluster
-from gpucluster.model import GpuQuota, Owner
-from gpucluster.render import render_files
+from gpucluster.model.cluster import Cluster
+from gpucluster.model.spec import GpuQuota, Owner
+from gpucluster.rendering import render_files
 from gpucluster.slurm.accounts import fair_shares
 from tests.k8s.conftest import (
     REPO,

@@ -13,7 +13,7 @@ import yaml
 
 from gpucluster.errors import InventoryError
 from gpucluster.layers import load_cluster
-from gpucluster.render import render_files
+from gpucluster.rendering import render_files
 from tests.k8s.conftest import rendered, variant_inventory
 
 MOUNT = {"name": "shared-home", "mountPath": "/home"}

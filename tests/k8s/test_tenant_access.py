@@ -19,8 +19,8 @@ import yaml
 
 from gpucluster.k8s.names import GPU_TAINT_KEY, OWNER_LABEL, TENANT_LABEL
 from gpucluster.layers import layer_warnings, load_cluster
-from gpucluster.model import Owner
-from gpucluster.render import render_files
+from gpucluster.model.spec import Owner
+from gpucluster.rendering import render_files
 from tests.conftest import run_cli
 from tests.k8s.conftest import cluster_of, documents, k8s_inventories, rendered, variant_inventory
 

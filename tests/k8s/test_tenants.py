@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from gpucluster.k8s.objects import split_by_capacity
-from gpucluster.model import GpuQuota, Owner
+from gpucluster.model.spec import GpuQuota, Owner
 from tests.k8s.conftest import cluster_of, documents, rendered
 
 

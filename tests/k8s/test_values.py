@@ -18,7 +18,7 @@ from gpucluster.k8s.mirror import IMAGE_KEYS
 from gpucluster.k8s.model import KubernetesSpec, Versions
 from gpucluster.k8s.render import ADDONS
 from gpucluster.layers import load_cluster
-from gpucluster.render import render_files
+from gpucluster.rendering import render_files
 from tests.k8s.conftest import INVENTORIES, k8s_inventories, rendered, without_slurm_pod_quotas
 from tests.k8s.crd import catalogue
 

@@ -17,8 +17,8 @@ from gpucluster.errors import InventoryError
 from gpucluster.k8s import volcano
 from gpucluster.k8s.names import OWNER_LABEL, VOLCANO_QUEUE_ANNOTATION
 from gpucluster.layers import load_cluster
-from gpucluster.model import Owner
-from gpucluster.render import render_files
+from gpucluster.model.spec import Owner
+from gpucluster.rendering import render_files
 from tests.conftest import run_cli
 from tests.k8s.conftest import cluster_of, documents, rendered, variant_inventory
 from tests.k8s.crd import catalogue, validate_custom_resource

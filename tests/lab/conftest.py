@@ -20,11 +20,11 @@ from dataclasses import dataclass
 
 import pytest
 
-from gpucluster.cluster import Cluster
 from gpucluster.lab import network, nodes
 from gpucluster.lab.paths import DEFAULT_INVENTORY, PREFIX, podman_env, state_dir
 from gpucluster.lab.state import LabState
 from gpucluster.layers import load_cluster
+from gpucluster.model.cluster import Cluster
 from tests.conftest import REPO, SCRUBBED_ENV, readme_commands
 
 # Image build (uncached ~1 min), seven containers, the playbook and the smoke jobs; measured 1-2.5 min.

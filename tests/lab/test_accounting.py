@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpucluster.modelbase import Owner
+from gpucluster.model.base import Owner
 from gpucluster.slurm.accounts import fair_shares
 
 from .conftest import Lab

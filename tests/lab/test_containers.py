@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from gpucluster.slurm.container_settings import archive_name
+from gpucluster.model.containers import archive_name
 
 from .conftest import Lab
 

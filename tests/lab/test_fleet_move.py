@@ -19,7 +19,7 @@ from gpucluster.lab.inventory import inventory_dir
 from gpucluster.lab.paths import DEFAULT_INVENTORY
 from gpucluster.lab.playbook import PlaybookRun, run_playbook
 from gpucluster.layers import load_cluster
-from gpucluster.render import render_files
+from gpucluster.rendering import render_files
 from tests.fleet import gpu04_to_kubernetes
 
 from .conftest import Lab, plain_gres, ran

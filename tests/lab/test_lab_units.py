@@ -15,7 +15,7 @@ from gpucluster.lab.paths import DEFAULT_INVENTORY, IMAGE_RECIPE_DIR
 from gpucluster.lab.shell import LabError
 from gpucluster.lab.state import LabState
 from gpucluster.layers import load_cluster
-from gpucluster.slurm.releases import RELEASES
+from gpucluster.model.releases import RELEASES
 from gpucluster.tools import venv_env, venv_tool
 from tests.conftest import REPO
 

@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
+from gpucluster.changes.plan import make_plan
 from gpucluster.lab import lab
 from gpucluster.lab.inventory import inventory_dir
 from gpucluster.lab.paths import DEFAULT_INVENTORY
 from gpucluster.lab.playbook import PlaybookRun, run_playbook
 from gpucluster.layers import load_cluster
-from gpucluster.plan import make_plan
 
 from .conftest import Lab, ran
 

@@ -17,7 +17,7 @@ import pytest
 
 from gpucluster.hostlists import compress
 from gpucluster.lab.paths import REPO_ROOT
-from gpucluster.model import Owner
+from gpucluster.model.spec import Owner
 from gpucluster.slurm.accounts import desired_associations
 from gpucluster.tools import venv_tool
 

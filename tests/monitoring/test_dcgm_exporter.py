@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gpucluster.cluster import Cluster
 from gpucluster.errors import InventoryError
 from gpucluster.layers import layer_warnings, load_cluster
-from gpucluster.modelbase import Owner
+from gpucluster.model.base import Owner
+from gpucluster.model.cluster import Cluster
 from gpucluster.monitoring import dcgm
 from gpucluster.monitoring.model import monitoring_of
-from gpucluster.render import render_files
+from gpucluster.rendering import render_files
 from tests.conftest import INVENTORIES, REPO, InventoryFactory
 
 CLUSTER_FILE = "group_vars/all/cluster.yml"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from gpucluster.changes.plan import make_plan, text_lines
 from gpucluster.layers import load_cluster
-from gpucluster.plan import make_plan, text_lines
 from tests.conftest import INVENTORIES
 
 

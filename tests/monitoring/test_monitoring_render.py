@@ -13,16 +13,16 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gpucluster.cluster import Cluster
 from gpucluster.errors import InventoryError
 from gpucluster.layers import layer_warnings, load_cluster
+from gpucluster.model.cluster import Cluster
 from gpucluster.monitoring.dashboards import SLURMCTLD_METRICS, served_metrics
 from gpucluster.monitoring.model import monitoring_of
 from gpucluster.monitoring.render import RULES_PATH, render_monitoring
 from gpucluster.monitoring.rules import alert_rules
 from gpucluster.monitoring.summary import summary
 from gpucluster.monitoring.targets import SLURMCTLD_ENDPOINTS
-from gpucluster.render import render_files
+from gpucluster.rendering import render_files
 from gpucluster.verify.monitoring import expected_targets
 from tests.conftest import INVENTORIES, example_inventories
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from gpucluster import __version__
 from gpucluster.layers import load_cluster
-from gpucluster.modelbase import Owner
+from gpucluster.model.base import Owner
 from tests.conftest import INVENTORIES, REPO, example_inventories
 from tests.packaging.conftest import Installed, clone_files
 

@@ -12,7 +12,7 @@ from cloud_harness import REPO, inventory_copy
 
 from gpucluster.cloud.catalog import gpu_machine
 from gpucluster.cloud.guardrails import aks_pool_name, enforce
-from gpucluster.cloud.plan import GPU_TAINT, OWNER_TAINT, plan_cloud
+from gpucluster.cloud.pools import GPU_TAINT, OWNER_TAINT, plan_cloud
 from gpucluster.errors import InventoryError
 from gpucluster.k8s.names import host_labels, topology_levels
 from gpucluster.k8s.objects import node_objects

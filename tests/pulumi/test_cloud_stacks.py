@@ -12,7 +12,7 @@ from cloud_harness import REPO, StackRun, inventory_copy, run_stack, stack_confi
 from pulumi.runtime import rpc
 
 from gpucluster.cloud.guardrails import aks_pool_name
-from gpucluster.cloud.plan import CloudPlan, plan_cloud
+from gpucluster.cloud.pools import CloudPlan, plan_cloud
 from gpucluster.k8s.render import releases
 from gpucluster.layers import load_cluster
 

@@ -1,4 +1,4 @@
-"""The decisions of the modules that carry out gpucluster.procedures (issue 31): who leaves, who
+"""The decisions of the modules that carry out gpucluster.changes.procedures (issue 31): who leaves, who
 joins and who takes control (slurm_controllers_change), what would end jobs (slurm_ending_changes),
 which partition a gone one's jobs move to and how it is created live (slurm_partitions_change).
 tests/lab/test_safe_changes.py runs them against the real daemons."""
@@ -201,11 +201,11 @@ def test_the_render_gives_the_lab_partitions_and_its_state_filesystem() -> None:
 
 
 def test_plan_knows_the_keys_the_role_restarts_for() -> None:
-    """gpucluster.procedures.RESTART_KEYS is the role's list: a `slurm.extra` key among them is
+    """gpucluster.changes.procedures.RESTART_KEYS is the role's list: a `slurm.extra` key among them is
     planned as a restart, which is what the role then does."""
     import yaml
 
-    from gpucluster.procedures import RESTART_KEYS, needs_restart
+    from gpucluster.changes.procedures import RESTART_KEYS, needs_restart
 
     from .conftest import ROLES
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from gpucluster.layers import load_cluster
-from gpucluster.render import render_files
-from gpucluster.slurm.adopt import import_cluster, write_inventory
+from gpucluster.rendering import render_files
+from gpucluster.slurm_import.adopt import import_cluster, write_inventory
 from gpucluster.trial.slurmctld import (
     TrialUnavailable,
     expected_blocks,

@@ -13,10 +13,10 @@ import pytest
 import yaml
 from jsonschema import Draft202012Validator
 
-from gpucluster.cluster import Cluster
 from gpucluster.layers import load_cluster
-from gpucluster.modelbase import Owner
-from gpucluster.render import render_files
+from gpucluster.model.base import Owner
+from gpucluster.model.cluster import Cluster
+from gpucluster.rendering import render_files
 from gpucluster.trial.slurmctld import (
     TrialResult,
     TrialUnavailable,

@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 import yaml
 
+from gpucluster.changes.plan import plan, required_action
 from gpucluster.errors import InventoryError
 from gpucluster.layers import load_cluster
-from gpucluster.modelbase import Update
-from gpucluster.plan import plan, required_action
-from gpucluster.render import render_files
+from gpucluster.model.base import Update
+from gpucluster.rendering import render_files
 from gpucluster.slurm.render import CONFIGLESS_SERVED, conf_server, configless_served
 from tests.conftest import INVENTORIES, SMALL_CLUSTER, SMALL_HOSTS, InventoryFactory
 

@@ -15,12 +15,13 @@ import pytest
 import yaml
 
 from gpucluster.layers import load_cluster
-from gpucluster.render import render_files
+from gpucluster.rendering import render_files
 from gpucluster.slurm.containers import container_nodes, pyxis_hosts
 from gpucluster.verify.checks import Status
-from gpucluster.verify.containers import CONTAINER_PROBE, check_oci, check_pyxis, container_plan, parse_probe
+from gpucluster.verify.container_probe import CONTAINER_PROBE, container_plan
+from gpucluster.verify.containers import check_oci, check_pyxis, parse_probe
 from gpucluster.verify.observed import HostSeen, Observations
-from gpucluster.verify.plan import make_plan
+from gpucluster.verify.probes import make_plan
 from tests.conftest import SMALL_CLUSTER, SMALL_HOSTS, InventoryFactory, run_cli
 
 BASE = yaml.safe_load(textwrap.dedent(SMALL_CLUSTER))

@@ -15,8 +15,8 @@ import yaml
 
 from gpucluster.errors import InventoryError
 from gpucluster.layers import load_cluster
-from gpucluster.render import render_files
 from gpucluster.render.health import HEALTH_PROGRAM
+from gpucluster.rendering import render_files
 from tests.conftest import SMALL_CLUSTER, SMALL_HOSTS, InventoryFactory, run_cli
 
 BASE = yaml.safe_load(textwrap.dedent(SMALL_CLUSTER))

@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from gpucluster.layers import load_cluster
-from gpucluster.render import render_files
+from gpucluster.rendering import render_files
 from tests.conftest import INVENTORIES, REPO
 
 SCRIPT = REPO / "gpucluster" / "programs" / "gpucluster_healthcheck.py"

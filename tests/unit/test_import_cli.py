@@ -63,8 +63,8 @@ def test_json_document_follows_its_schema(tmp_path: Path) -> None:
 
 
 def test_a_difference_found_by_check_exits_1(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from gpucluster.slurm import adopt
-    from gpucluster.slurm.compare import Comparison, Difference
+    from gpucluster.slurm_import import adopt
+    from gpucluster.slurm_import.compare import Comparison, Difference
 
     def differing(*args: object) -> Comparison:
         return Comparison([Difference("setting", "KillWait", "", "30", "60")], {"settings": 1})

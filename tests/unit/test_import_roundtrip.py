@@ -23,10 +23,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpucluster.layers import load_cluster
-from gpucluster.render import render_files
-from gpucluster.slurm.adopt import import_cluster, write_inventory
-from gpucluster.slurm.releases import RELEASES
+from gpucluster.model.releases import RELEASES
+from gpucluster.rendering import render_files
 from gpucluster.slurm.view import SiteFiles
+from gpucluster.slurm_import.adopt import import_cluster, write_inventory
 
 ROUNDTRIPS = int(os.environ.get("GPUCLUSTER_IMPORT_ROUNDTRIPS", "300"))
 VERSIONS = ("22.05", "23.11", "24.11", "25.11", "26.05")

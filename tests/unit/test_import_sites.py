@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from gpucluster.slurm.adopt import ImportResult, import_cluster, write_inventory
 from gpucluster.slurm.parse import EVERY_LINE, SLURM_RECORDS, TOPOLOGY_RECORDS, Reader
 from gpucluster.slurm.view import SiteFiles
+from gpucluster.slurm_import.adopt import ImportResult, import_cluster, write_inventory
 
 SITES_DIR = Path(__file__).resolve().parents[1] / "import_sites"
 

@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 import yaml
 
-from gpucluster.cluster import Cluster
 from gpucluster.errors import InventoryError
 from gpucluster.layers import layer_slurm_conf, load_cluster
-from gpucluster.render import render_files
+from gpucluster.model.cluster import Cluster
+from gpucluster.model.releases import RELEASES
+from gpucluster.rendering import render_files
 from gpucluster.slurm.conf_keys import KEYS, SOURCES
-from gpucluster.slurm.releases import RELEASES
 from gpucluster.slurm.written import MODELLED, written_keys
 from tests.conftest import INVENTORIES, SMALL_CLUSTER, SMALL_HOSTS, InventoryFactory, example_inventories
 

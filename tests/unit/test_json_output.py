@@ -16,7 +16,7 @@ from jsonschema import Draft202012Validator
 from gpucluster.cli import EXIT_CODES, build_parser
 from gpucluster.k8s.model import Versions
 from gpucluster.layers import load_cluster
-from gpucluster.slurm.releases import RELEASES
+from gpucluster.model.releases import RELEASES
 from gpucluster.trial.report import trial_doc
 from gpucluster.trial.slurmctld import TrialResult, expected_topology
 from gpucluster.verify.checks import run_checks

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from gpucluster.cluster import Cluster
+from gpucluster.changes.moves import Action, Step, initial_state, move_steps, raises, replay
+from gpucluster.changes.plan import make_plan
 from gpucluster.layers import load_cluster
-from gpucluster.modelbase import Owner
-from gpucluster.moves import Action, Step, initial_state, move_steps, raises, replay
-from gpucluster.plan import make_plan
+from gpucluster.model.base import Owner
+from gpucluster.model.cluster import Cluster
 from tests.conftest import InventoryFactory, run_cli
 from tests.fleet import gpu04_to_kubernetes
 

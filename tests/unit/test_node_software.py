@@ -16,10 +16,10 @@ import yaml
 from gpucluster.errors import InventoryError
 from gpucluster.layers import load_cluster
 from gpucluster.nodesoftware.stack import resolve_stacks
-from gpucluster.render import render_files
+from gpucluster.rendering import render_files
 from gpucluster.verify.nodesoftware import check_driver_versions, check_gpu_services, parse_probe
 from gpucluster.verify.observed import HostSeen, Observations
-from gpucluster.verify.plan import make_plan
+from gpucluster.verify.probes import make_plan
 from tests.conftest import SMALL_CLUSTER, SMALL_HOSTS, InventoryFactory
 
 REPO = Path(__file__).resolve().parents[2]

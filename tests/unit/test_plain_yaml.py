@@ -11,7 +11,7 @@ import yaml
 from gpucluster import yamlout
 from gpucluster.lab.inventory import write_inventory
 from gpucluster.layers import load_cluster
-from gpucluster.render import render_files
+from gpucluster.rendering import render_files
 from tests.conftest import INVENTORIES, example_inventories
 
 

@@ -10,11 +10,11 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from gpucluster.changes.moves import Action
+from gpucluster.changes.plan import Plan, make_plan, plan, plan_schema, required_action
 from gpucluster.layers import load_cluster
-from gpucluster.modelbase import Update
-from gpucluster.moves import Action
-from gpucluster.plan import Plan, make_plan, plan, plan_schema, required_action
-from gpucluster.slurm.releases import RELEASES
+from gpucluster.model.base import Update
+from gpucluster.model.releases import RELEASES
 from tests.conftest import INVENTORIES, InventoryFactory, run_cli
 
 

@@ -22,10 +22,10 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from gpucluster.changes.moves import Action
+from gpucluster.changes.plan import SEVERITY, make_plan, plan_schema
 from gpucluster.layers import load_cluster
-from gpucluster.moves import Action
-from gpucluster.plan import SEVERITY, make_plan, plan_schema
-from gpucluster.render import render_files
+from gpucluster.rendering import render_files
 
 PAIRS = int(os.environ.get("GPUCLUSTER_PLAN_PAIRS", "300"))
 VERSIONS = ("22.05", "24.11", "26.05")

@@ -11,11 +11,11 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from gpucluster.changes.moves import Action
+from gpucluster.changes.plan import Plan, make_plan, plan_schema, text_lines
+from gpucluster.changes.procedures import partition_renames, scontrol_partition_args
 from gpucluster.layers import load_cluster
-from gpucluster.modelbase import Owner, Update
-from gpucluster.moves import Action
-from gpucluster.plan import Plan, make_plan, plan_schema, text_lines
-from gpucluster.procedures import partition_renames, scontrol_partition_args
+from gpucluster.model.base import Owner, Update
 from tests.conftest import InventoryFactory, run_cli
 from tests.fleet import NEWCOMER_CLUSTER, NEWCOMER_HOSTS, edit
 

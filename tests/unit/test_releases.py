@@ -8,7 +8,7 @@ import re
 import pytest
 
 from gpucluster.layers import load_cluster
-from gpucluster.slurm.releases import (
+from gpucluster.model.releases import (
     PROVEN,
     RELEASES,
     SlurmVersion,

@@ -13,8 +13,8 @@ import pytest
 import yaml
 
 from gpucluster.layers import load_cluster
-from gpucluster.render import render_files, write_tree
-from gpucluster.render.files import MANIFEST
+from gpucluster.render.files import MANIFEST, write_tree
+from gpucluster.rendering import render_files
 from tests.conftest import (
     INVENTORIES,
     SMALL_CLUSTER,
@@ -265,8 +265,9 @@ def test_only_takes_the_parts_help_lists_and_refuses_anything_else(tmp_path: Pat
 
 
 def test_the_parts_are_the_renderers_folders() -> None:
-    from gpucluster.layers import CORE_RENDERERS, LAYERS
+    from gpucluster.layers import LAYERS
     from gpucluster.outputs import OUTPUT_PARTS
+    from gpucluster.rendering import CORE_RENDERERS
 
     assert set(OUTPUT_PARTS) == set(CORE_RENDERERS) | {
         folder for layer in LAYERS for folder in layer.renderers

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 import yaml
 
+from gpucluster.changes.plan import plan
 from gpucluster.layers import load_cluster
-from gpucluster.modelbase import Update
-from gpucluster.plan import plan
-from gpucluster.render import render_files
+from gpucluster.model.base import Update
+from gpucluster.rendering import render_files
 from gpucluster.slurm.restapi import rest_api_settings
 from gpucluster.trial import slurmctld as trial
 from tests.conftest import SMALL_CLUSTER, SMALL_HOSTS, InventoryFactory

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from gpucluster.slurm.releases import RELEASES
+from gpucluster.model.releases import RELEASES
 from tests.conftest import InventoryFactory, run_cli
 
 

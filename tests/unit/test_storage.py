@@ -14,7 +14,7 @@ import yaml
 
 from gpucluster.errors import InventoryError
 from gpucluster.layers import load_cluster
-from gpucluster.render import render_files
+from gpucluster.rendering import render_files
 from tests.conftest import SMALL_CLUSTER, SMALL_HOSTS, InventoryFactory
 
 BASE = yaml.safe_load(textwrap.dedent(SMALL_CLUSTER))

@@ -10,12 +10,12 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from gpucluster.changes.moves import Action
+from gpucluster.changes.plan import Plan, make_plan, plan_schema, text_lines
+from gpucluster.changes.upgrade import batches
 from gpucluster.layers import load_cluster
-from gpucluster.modelbase import Update
-from gpucluster.moves import Action
-from gpucluster.plan import Plan, make_plan, plan_schema, text_lines
-from gpucluster.slurm.releases import RELEASES, upgrade_refusal
-from gpucluster.slurm.upgrade import batches
+from gpucluster.model.base import Update
+from gpucluster.model.releases import RELEASES, upgrade_refusal
 from tests.conftest import InventoryFactory, run_cli
 from tests.fleet import NEWCOMER_CLUSTER, NEWCOMER_HOSTS, edit
 from tests.roles.conftest import load_module

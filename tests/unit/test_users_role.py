@@ -11,7 +11,7 @@ from typing import Any
 import yaml
 
 from gpucluster.layers import load_cluster
-from gpucluster.render import render_files
+from gpucluster.rendering import render_files
 from tests.conftest import INVENTORIES
 from tests.roles.conftest import load_module
 

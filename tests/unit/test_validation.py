@@ -13,8 +13,8 @@ import yaml
 
 from gpucluster.errors import InventoryError
 from gpucluster.layers import load_cluster
-from gpucluster.model import RestApi
-from gpucluster.modelbase import Owner
+from gpucluster.model.base import Owner
+from gpucluster.model.spec import RestApi
 from tests.conftest import SMALL_CLUSTER, SMALL_HOSTS, InventoryFactory, run_cli
 
 BASE = yaml.safe_load(textwrap.dedent(SMALL_CLUSTER))

@@ -27,7 +27,7 @@ from gpucluster.verify.checks import (
 )
 from gpucluster.verify.collect import collect, verify_cluster
 from gpucluster.verify.observed import Command, HostSeen, JobRun, Observations, VerifyError
-from gpucluster.verify.plan import NCCL, Plan, make_plan
+from gpucluster.verify.probes import NCCL, Plan, make_plan
 from gpucluster.verify.report import as_json, failed
 from tests.conftest import InventoryFactory
 from tests.unit.verify_fixtures import (

@@ -17,9 +17,9 @@ import pytest
 import yaml
 
 from gpucluster.layers import load_cluster
-from gpucluster.render import render_files
+from gpucluster.rendering import render_files
 from gpucluster.verify import remote_jobs
-from gpucluster.verify.plan import (
+from gpucluster.verify.probes import (
     ALLOCATION_WAIT,
     COALLOCATION,
     GPUS,

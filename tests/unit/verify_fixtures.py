@@ -9,11 +9,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from gpucluster.cluster import Cluster
 from gpucluster.hostlists import compress
 from gpucluster.layers import load_cluster
+from gpucluster.model.cluster import Cluster
 from gpucluster.verify.observed import Command, ControllerSeen, HostSeen, JobRun, Observations
-from gpucluster.verify.plan import COALLOCATION, GPUS, NCCL, TOPOLOGY, Job, Plan, make_plan
+from gpucluster.verify.probes import COALLOCATION, GPUS, NCCL, TOPOLOGY, Job, Plan, make_plan
 from tests.conftest import InventoryFactory
 
 HOSTS = """\

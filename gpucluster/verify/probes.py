@@ -14,9 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpucluster.cluster import Cluster, sort_hosts
 from gpucluster.hostlists import compress, expand
-from gpucluster.model import Owner, Partition
+from gpucluster.model.cluster import Cluster, sort_hosts
+from gpucluster.model.spec import Owner, Partition
+from gpucluster.verify.container_probe import container_plan
 from gpucluster.verify.gpu_probe import GPU_STACK_PROBE, stack_hosts
 
 MUNGE_KEY = "/etc/munge/munge.key"
@@ -122,11 +123,6 @@ class Plan:
     def accounting(self) -> bool:
         return self.cluster.spec.slurm.accounting is not None
 
-    def containers_vars(self) -> dict[str, Any]:
-        from gpucluster.verify.containers import container_plan
-
-        return container_plan(self.cluster, self.hosts)
-
     def playbook_vars(self, output: Path) -> dict[str, Any]:
         """The extra vars of the verify playbook."""
         return {
@@ -151,7 +147,7 @@ class Plan:
                 "gpu_stack_hosts": list(stack_hosts(self.cluster)),
                 "gpu_stack_probe": GPU_STACK_PROBE,
                 "jobs_script": str(REMOTE_SCRIPT),
-                "containers": self.containers_vars(),
+                "containers": container_plan(self.cluster, self.hosts),
                 "jobs": {
                     "job_name": self.job_name,
                     "stages": [[job.payload() for job in stage] for stage in self.stages],
@@ -174,7 +170,7 @@ def optional_files() -> list[str]:
 
 def expected_config(cluster: Cluster) -> dict[str, str | None]:
     """sha256 of each file slurm_common installs, rendered as `gpucluster render` does."""
-    from gpucluster.render import render_files
+    from gpucluster.rendering import render_files
 
     rendered = {
         path.removeprefix("slurm/"): text

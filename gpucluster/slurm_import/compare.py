@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpucluster.hostlists import compress, expand
+from gpucluster.model.releases import Release
 from gpucluster.slurm.defaults import (
     CGROUP_DEFAULTS,
     NODE_DEFAULTS,
@@ -25,7 +26,6 @@ from gpucluster.slurm.defaults import (
     minutes,
 )
 from gpucluster.slurm.gpus import parse_cores
-from gpucluster.slurm.releases import Release
 from gpucluster.slurm.view import GresDef, NodeDef, Setting, View, split_list
 
 

@@ -12,13 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from gpucluster.errors import InventoryError, Problem
-from gpucluster.model import SlurmSettings
-from gpucluster.slurm.compactyaml import content_lines, dump
-from gpucluster.slurm.compare import Comparison, compare
-from gpucluster.slurm.import_nodes import NodeImport
-from gpucluster.slurm.importer import KINDS, NATIVE, REFUSED, GlobalImport, Placement
-from gpucluster.slurm.releases import RELEASES, SlurmVersion, known_text
+from gpucluster.model.releases import RELEASES, SlurmVersion, known_text
+from gpucluster.model.spec import SlurmSettings
 from gpucluster.slurm.view import SiteFiles, View, build_view
+from gpucluster.slurm_import.compactyaml import content_lines, dump
+from gpucluster.slurm_import.compare import Comparison, compare
+from gpucluster.slurm_import.importer import KINDS, NATIVE, REFUSED, GlobalImport, Placement
+from gpucluster.slurm_import.nodes import NodeImport
 
 CLUSTER_FILE = Path("group_vars") / "all" / "cluster.yml"
 HOSTS_FILE = Path("hosts.yml")
@@ -260,7 +260,7 @@ def write_inventory(result: ImportResult, out: Path, check: bool = False) -> Imp
 
 def check_render(result: ImportResult, cluster: Any, scratch: Path) -> Comparison:
     """The site's files against what the inventory renders, as the target release reads both."""
-    from gpucluster.render import render_files
+    from gpucluster.rendering import render_files
 
     rendered = scratch / "rendered"
     for rel, text in render_files(cluster, only=["slurm"]).items():

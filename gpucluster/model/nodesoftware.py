@@ -3,14 +3,14 @@ from and which kernel modules, and the services beside it (persistence daemon, f
 DCGM, container toolkit). The role gpu_driver installs what this says; nothing here is installed
 when `driver.source` is `none` (the site or the host image owns the driver).
 
-No `from __future__ import annotations`: gpucluster.model imports this at start-up (pydantic).
+No `from __future__ import annotations`: gpucluster.model.spec imports this at start-up (pydantic).
 """
 
 from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from gpucluster.modelbase import Strict, Update, spec
+from gpucluster.model.base import Strict, Update, spec
 
 # A full driver version as NVIDIA numbers it (580.95.05, 550.163.01).
 DRIVER_VERSION_RE = r"^[1-9][0-9]{2}\.[0-9]{1,3}(\.[0-9]{1,3})?$"

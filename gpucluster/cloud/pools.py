@@ -28,11 +28,11 @@ from gpucluster.k8s.names import (
     nodeset_groups,
 )
 from gpucluster.k8s.owners import owner_taint
-from gpucluster.modelbase import Owner
-from gpucluster.storage import SharedFilesystem
+from gpucluster.model.base import Owner
+from gpucluster.model.storage import SharedFilesystem
 
 if TYPE_CHECKING:  # the cluster module runs the cloud checks; keep this import type-only
-    from gpucluster.cluster import Cluster
+    from gpucluster.model.cluster import Cluster
 
 GPU_TAINT = Taint(key=GPU_TAINT_KEY, value="present", effect="NoSchedule")
 POOL_LABEL = "gpucluster.io/pool"

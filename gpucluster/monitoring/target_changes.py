@@ -3,7 +3,7 @@ added, removed, and relabelled (a node that moves scheduler, partition, switch o
 
 from __future__ import annotations
 
-from gpucluster.cluster import Cluster
+from gpucluster.model.cluster import Cluster
 from gpucluster.monitoring.model import monitoring_of
 from gpucluster.monitoring.targets import scrape_jobs
 

@@ -18,12 +18,12 @@ from typing import Any
 from hostlist import numeric_sort_key
 
 from gpucluster.hostlists import compress, expand, split_top_level
-from gpucluster.modelbase import NAME_RE, SLURM_TIME_RE
+from gpucluster.model.base import NAME_RE, SLURM_TIME_RE
 from gpucluster.slurm.conf_keys import NODE_KEYS
 from gpucluster.slurm.gpus import core_range, parse_cores
-from gpucluster.slurm.importer import DEFAULT, EXTRA, MAPPED, NATIVE, Globals, Placement
 from gpucluster.slurm.view import NodeDef, PartitionDef, Setting, View, split_list
 from gpucluster.slurm.written import NODE_PER_HOST
+from gpucluster.slurm_import.importer import DEFAULT, EXTRA, MAPPED, NATIVE, Globals, Placement
 
 _NAME = re.compile(NAME_RE)
 _GPU_FILE = re.compile(r"^/dev/nvidia(\d+)$")

@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING
 
 import hostlist
 
-from gpucluster.model import Owner
-from gpucluster.storage import SharedFilesystem, below, filesystem_of, home_directory
+from gpucluster.model.spec import Owner
+from gpucluster.model.storage import SharedFilesystem, below, filesystem_of, home_directory
 
 if TYPE_CHECKING:
-    from gpucluster.checking import CheckContext
+    from gpucluster.model.checking import CheckContext
 
 # Directories of the system itself: a filesystem mounted over one hides what the host runs on.
 SYSTEM_DIRS = (

@@ -19,13 +19,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpucluster.errors import Problem
-from gpucluster.model import Daemons, SlurmSettings
+from gpucluster.model.spec import Daemons, SlurmSettings
 from gpucluster.render.health import HEALTH_PROGRAM
-from gpucluster.slurm.compare import normal_global
 from gpucluster.slurm.defaults import CGROUP_DEFAULTS, global_default, minutes
 from gpucluster.slurm.settings import POWER_SAVE_KEYS, PRIORITY_KEYS, TIMEOUT_KEYS
 from gpucluster.slurm.view import Setting, View, split_list
 from gpucluster.slurm.written import FIXED, MODELLED
+from gpucluster.slurm_import.compare import normal_global
 
 NATIVE, EXTRA, MAPPED, DROPPED, DEFAULT, REFUSED = (
     "native",

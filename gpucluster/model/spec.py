@@ -12,11 +12,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
-from gpucluster.modelbase import NAME_RE, SLURM_TIME_RE, NameList, Owner, Strict, Update, spec
-from gpucluster.nodesoftware.model import NodeSoftware
-from gpucluster.slurm.container_settings import ContainerSettings
-from gpucluster.slurm.releases import RELEASES, Release, SlurmVersion, known_text, release
-from gpucluster.storage import SharedFilesystem, absolute_path
+from gpucluster.model.base import NAME_RE, SLURM_TIME_RE, NameList, Owner, Strict, Update, spec
+from gpucluster.model.containers import ContainerSettings
+from gpucluster.model.nodesoftware import NodeSoftware
+from gpucluster.model.releases import RELEASES, Release, SlurmVersion, known_text, release
+from gpucluster.model.storage import SharedFilesystem, absolute_path
 
 __all__ = ["NAME_RE", "SLURM_TIME_RE", "Owner", "Strict", "Update", "spec"]
 

@@ -16,10 +16,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from gpucluster.cluster import Cluster
 from gpucluster.hostlists import compress
-from gpucluster.model import GpuQuota
-from gpucluster.modelbase import Owner, Update
+from gpucluster.model.base import Owner, Update
+from gpucluster.model.cluster import Cluster
+from gpucluster.model.spec import GpuQuota
 
 OWNER_LABEL = "gpucluster.io/owner"
 MOVE_REASON = "gpucluster: moving to {target}"
@@ -32,10 +32,10 @@ class Action(StrEnum):
     RELEASE = "release"  # the scheduler forgets the node
     CLAIM = "claim"  # the new scheduler takes it
     RAISE_QUOTAS = "raise-quotas"
-    # The other steps of a plan (gpucluster.plan): files and objects applied, a rebuild.
+    # The other steps of a plan (gpucluster.changes.plan): files and objects applied, a rebuild.
     APPLY = "apply"
     REBUILD = "rebuild"
-    # The steps of a change's procedure (gpucluster.procedures).
+    # The steps of a change's procedure (gpucluster.changes.procedures).
     PREPARE = "prepare"  # what the change needs in place first (a partition, a copy of the state)
     MOVE_JOBS = "move-jobs"  # pending jobs to where they can run
     TAKEOVER = "takeover"  # the controller that stays put in charge
@@ -242,7 +242,7 @@ def claim_text(move: Move, new: Cluster) -> str:
 def move_steps(old: Cluster, new: Cluster) -> list[Step]:
     """The ordered steps of the moves alone, from `old` to `new` ownership; [] when nothing moves.
     Quotas are lowered only where they come down, and raised only where they go up from there
-    (gpucluster.plan places these steps among the plan's others)."""
+    (gpucluster.changes.plan places these steps among the plan's others)."""
     found = moves(old, new)
     if not found:
         return []

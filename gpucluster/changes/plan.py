@@ -6,7 +6,7 @@ and what they render (file by file). Every
 change carries the update policy of its key, made true for the target release and for the scheduler
 that receives it (a node type only Kubernetes runs is a Kubernetes change), and the rendered files it
 touches. The steps carry the changes out in order, each step with the policy it really uses, none
-doing nothing; nodes that change scheduler get the move's steps (gpucluster.moves).
+doing nothing; nodes that change scheduler get the move's steps (gpucluster.changes.moves).
 """
 
 from __future__ import annotations
@@ -23,11 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from gpucluster.cluster import Cluster
-from gpucluster.hostlists import compress
-from gpucluster.model import ClusterSpec, GpuQuota
-from gpucluster.modelbase import Owner, Update
-from gpucluster.moves import (
+from gpucluster.changes.moves import (
     Action,
     Move,
     Step,
@@ -40,7 +36,7 @@ from gpucluster.moves import (
     quotas_of,
     raises,
 )
-from gpucluster.procedures import (
+from gpucluster.changes.procedures import (
     CONFIRM,
     EndsJobs,
     Procedures,
@@ -48,10 +44,14 @@ from gpucluster.procedures import (
     needs_restart,
     procedures,
 )
+from gpucluster.changes.upgrade import PLAYBOOK as PLAYBOOK_UPGRADE
+from gpucluster.changes.upgrade import VERSION_PATH, Upgrade, refusal, upgrade_of
+from gpucluster.hostlists import compress
+from gpucluster.model.base import Owner, Update
+from gpucluster.model.cluster import Cluster
+from gpucluster.model.releases import Release
+from gpucluster.model.spec import ClusterSpec, GpuQuota
 from gpucluster.resolved import resolved_view
-from gpucluster.slurm.releases import Release
-from gpucluster.slurm.upgrade import PLAYBOOK as PLAYBOOK_UPGRADE
-from gpucluster.slurm.upgrade import VERSION_PATH, Upgrade, refusal, upgrade_of
 
 # Least to most disruptive.
 SEVERITY = [
@@ -330,7 +330,7 @@ def policy(old: Cluster, new: Cluster, parts: list[str], before: Any, after: Any
         return Update.ACCOUNTS if parts[2:3] == [Owner.SLURM.value] else Update.KUBERNETES
     if parts[:2] == ["cluster", "partitions"] and len(parts) == 3 and (before is None or after is None):
         # A partition added or removed: slurmctld rebuilds its partitions on reconfigure (a removed
-        # one's jobs are first moved or waited for: gpucluster.procedures).
+        # one's jobs are first moved or waited for: gpucluster.changes.procedures).
         update = Update.RECONFIGURE
         domain = _domain(old, new, parts)
         if domain is not None and Owner.SLURM not in domain:
@@ -413,7 +413,7 @@ def make_plan(
     """The whole plan: changes, the rendered files they change, and the steps. Files are rendered
     here unless given ({} for none)."""
     if old_files is None or new_files is None:
-        from gpucluster.render import render_files
+        from gpucluster.rendering import render_files
 
         old_files, new_files = render_files(old), render_files(new)
     release = new.release
@@ -449,7 +449,7 @@ def make_plan(
         )
     result = Plan(release, changes, files)
     if getattr(old.spec, "monitoring", None) is not None or getattr(new.spec, "monitoring", None) is not None:
-        from gpucluster.monitoring.plan import target_changes
+        from gpucluster.monitoring.target_changes import target_changes
 
         result.monitoring_targets = target_changes(old, new)
     found = procedures(old, new, {c.path for c in changes}, new_files.get("slurm/slurm.conf"))

@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from gpucluster.modelbase import NameList, Strict, Update, spec
+from gpucluster.model.base import NameList, Strict, Update, spec
 
 # A DNS label: the name also names the filesystem's Kubernetes volume and claim.
 FILESYSTEM_NAME_RE = r"^[a-z]([a-z0-9-]{0,30}[a-z0-9])?$"

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpucluster.cluster import Cluster
 from gpucluster.k8s.names import MANAGED_BY
-from gpucluster.storage import SharedFilesystem
+from gpucluster.model.cluster import Cluster
+from gpucluster.model.storage import SharedFilesystem
 
 Values = dict[str, Any]
 

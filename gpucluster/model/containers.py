@@ -10,7 +10,7 @@ from typing import Annotated
 
 from pydantic import Field, field_validator
 
-from gpucluster.modelbase import NAME_RE, Strict, Update, spec
+from gpucluster.model.base import NAME_RE, Strict, Update, spec
 
 SHA256_RE = r"^[0-9a-f]{64}$"
 VERSION_RE = r"^[0-9]+(\.[0-9]+){1,3}$"

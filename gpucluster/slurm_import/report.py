@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpucluster.slurm.adopt import ImportResult
-from gpucluster.slurm.compactyaml import content_lines
-from gpucluster.slurm.importer import KINDS
+from gpucluster.slurm_import.adopt import ImportResult
+from gpucluster.slurm_import.compactyaml import content_lines
+from gpucluster.slurm_import.importer import KINDS
 
 KIND_WORDS = {
     "native": "native",

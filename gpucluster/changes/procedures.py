@@ -2,7 +2,7 @@
 
 `gpucluster plan` finds the change classes here (a partition renamed, removed or added; a controller
 removed, added or replaced; the accounting host or the controllers' state moved; a change Slurm
-cannot make without ending jobs) and places their steps among its own (gpucluster.plan). Every
+cannot make without ending jobs) and places their steps among its own (gpucluster.changes.plan). Every
 step is something a person can paste, and playbooks/slurm.yml carries it out itself:
 
 - partitions: slurm_common runs `slurm_partitions_change` on the first controller before it
@@ -28,15 +28,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from gpucluster.changes.moves import Action, Step, on_hosts
 from gpucluster.hostlists import compress
-from gpucluster.modelbase import Owner, Update
-from gpucluster.moves import Action, Step, on_hosts
-from gpucluster.slurm.releases import RELEASES
-from gpucluster.storage import filesystem_of
+from gpucluster.model.base import Owner, Update
+from gpucluster.model.releases import RELEASES
+from gpucluster.model.storage import filesystem_of
 
 if TYPE_CHECKING:
-    from gpucluster.cluster import Cluster
-    from gpucluster.storage import SharedFilesystem
+    from gpucluster.model.cluster import Cluster
+    from gpucluster.model.storage import SharedFilesystem
 
 # slurm.conf keys whose change the playbook applies by restarting slurmctld and every slurmd on
 # every release (roles/slurm_common/defaults/main.yml, slurm_common_restart_keys: the same list,

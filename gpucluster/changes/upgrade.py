@@ -3,7 +3,7 @@
 Slurm's order (upgrades.shtml): slurmdbd first (it converts the accounting database), then
 slurmctld (it converts its state), then every slurmd, then the clients; running jobs survive
 because slurmstepd is never restarted and the new daemons read the old release's messages within
-the window (gpucluster.slurm.releases). playbooks/slurm-upgrade.yml (role slurm_upgrade) carries
+the window (gpucluster.model.releases). playbooks/slurm-upgrade.yml (role slurm_upgrade) carries
 these steps out, each deciding from the versions it finds installed whether it still has work, so
 that a second run continues where the first stopped. `gpucluster plan` prints them.
 """
@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gpucluster.hostlists import compress
-from gpucluster.modelbase import Owner
-from gpucluster.slurm.releases import SlurmVersion, upgrade_refusal
+from gpucluster.model.base import Owner
+from gpucluster.model.releases import SlurmVersion, upgrade_refusal
 
 if TYPE_CHECKING:
-    from gpucluster.cluster import Cluster
     from gpucluster.errors import Problem
+    from gpucluster.model.cluster import Cluster
 
 PLAYBOOK = "playbooks/slurm-upgrade.yml"
 VERSION_PATH = "cluster.slurm.version"

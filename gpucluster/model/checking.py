@@ -8,9 +8,9 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from gpucluster.cluster import Cluster
     from gpucluster.inventory import Inventory
-    from gpucluster.model import ClusterSpec
+    from gpucluster.model.cluster import Cluster
+    from gpucluster.model.spec import ClusterSpec
 
 
 class CheckContext(Protocol):

@@ -1,0 +1,198 @@
+"""The resolved cluster: the inventory's hosts with their node type, owner, partitions, switches,
+blocks and tenants' GPU numbers per scheduler, computed once (by gpucluster.resolve) and read by
+every check and renderer."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import hostlist
+
+from gpucluster.inventory import Inventory
+from gpucluster.model.base import Owner
+from gpucluster.model.releases import Release, SlurmVersion
+from gpucluster.model.spec import ClusterSpec, GpuQuota, NodeType, Tenant
+
+# Built without validating: validating it would build GpuQuota's validator at import time, which
+# every command pays for (the models' validators are built on first use).
+NO_GPUS = GpuQuota.model_construct()
+
+
+@dataclass(frozen=True)
+class Switch:
+    name: str
+    switches: tuple[str, ...]
+    nodes: tuple[str, ...]
+
+
+@dataclass
+class Cluster:
+    """The inventory resolved to hosts: what each renderer needs, computed once."""
+
+    spec: ClusterSpec
+    source: str
+    inventory: Inventory
+    node_type_of: dict[str, str] = field(default_factory=dict)
+    hosts_by_type: dict[str, list[str]] = field(default_factory=dict)
+    partitions: dict[str, list[str]] = field(default_factory=dict)
+    switches: list[Switch] = field(default_factory=list)
+    switch_path: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    blocks: dict[str, list[str]] = field(default_factory=dict)
+    block_of: dict[str, str] = field(default_factory=dict)
+    # The one scheduler of each host, and each tenant's GPU numbers per scheduler.
+    owner_of: dict[str, Owner] = field(default_factory=dict)
+    tenant_gpus: dict[str, dict[Owner, GpuQuota]] = field(default_factory=dict)
+    # Shared filesystem name -> the hosts that mount it (its NFS server included), in name order.
+    storage_hosts: dict[str, list[str]] = field(default_factory=dict)
+    # Hosts of a cluster.nodes entry that overrides node type settings or sets a state: host ->
+    # the entry's index; and each such entry's node type with its overrides applied.
+    entry_of: dict[str, int] = field(default_factory=dict)
+    overridden_types: dict[int, NodeType] = field(default_factory=dict)
+    # Set on a view made by owned_by(): every host, partition, switch and quota here is that owner's.
+    domain: Owner | None = None
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def hosts(self) -> list[str]:
+        """Compute hosts, naturally sorted."""
+        return sort_hosts(self.node_type_of)
+
+    def node_type(self, host: str) -> NodeType:
+        """The host's node type, with the overrides of its cluster.nodes entry applied."""
+        entry = self.entry_of.get(host)
+        if entry is not None and entry in self.overridden_types:
+            return self.overridden_types[entry]
+        return self.spec.node_types[self.node_type_of[host]]
+
+    @property
+    def total_gpus(self) -> int:
+        total = 0
+        for type_name, hosts in self.hosts_by_type.items():
+            gpus = self.spec.node_types[type_name].gpus
+            total += len(hosts) * gpus.count if gpus else 0
+        return total
+
+    @property
+    def version(self) -> SlurmVersion:
+        """The Slurm version the inventory targets."""
+        return self.spec.slurm.target
+
+    @property
+    def release(self) -> Release:
+        """What the target Slurm release supports and requires."""
+        return self.spec.slurm.release
+
+    @property
+    def tenants_by_name(self) -> dict[str, Tenant]:
+        return {t.name: t for t in self.spec.tenants}
+
+    def gpus_of(self, hosts: Iterable[str]) -> int:
+        return sum(g.count for h in hosts if (g := self.node_type(h).gpus))
+
+    def hosts_owned_by(self, owner: Owner) -> list[str]:
+        return [h for h in self.hosts if self.owner_of.get(h) == owner]
+
+    @property
+    def owners(self) -> list[Owner]:
+        """Owners with at least one host, in declaration order of the Owner enum."""
+        present = set(self.owner_of.values())
+        return [o for o in Owner if o in present]
+
+    def quota(self, tenant: str) -> GpuQuota:
+        """The tenant's GPU numbers in this view's scheduler (zero where it has none there)."""
+        assert self.domain is not None, "quotas are per scheduler: take a view with owned_by()"
+        return self.tenant_gpus.get(tenant, {}).get(self.domain, NO_GPUS)
+
+    def owned_by(self, owner: Owner) -> Cluster:
+        """This cluster as one scheduler sees it: only its hosts, the partitions, switches and blocks
+        that hold some of them (the switch tree pruned, no empty lines), and its tenant numbers."""
+        keep = {h for h, o in self.owner_of.items() if o == owner}
+        below: dict[str, bool] = {}
+        by_name = {s.name: s for s in self.switches}
+
+        def has_hosts(name: str) -> bool:
+            if name not in below:
+                switch = by_name[name]
+                below[name] = any(h in keep for h in switch.nodes) or any(
+                    has_hosts(c) for c in switch.switches
+                )
+            return below[name]
+
+        switches = [
+            Switch(
+                s.name, tuple(c for c in s.switches if has_hosts(c)), tuple(h for h in s.nodes if h in keep)
+            )
+            for s in self.switches
+            if has_hosts(s.name)
+        ]
+        return Cluster(
+            spec=self.spec,
+            source=self.source,
+            inventory=self.inventory,
+            node_type_of={h: t for h, t in self.node_type_of.items() if h in keep},
+            hosts_by_type={
+                t: kept
+                for t, hosts in self.hosts_by_type.items()
+                if (kept := [h for h in hosts if h in keep])
+            },
+            partitions={
+                p: kept for p, hosts in self.partitions.items() if (kept := [h for h in hosts if h in keep])
+            },
+            switches=switches,
+            switch_path={h: path for h, path in self.switch_path.items() if h in keep},
+            blocks={b: kept for b, hosts in self.blocks.items() if (kept := [h for h in hosts if h in keep])},
+            block_of={h: b for h, b in self.block_of.items() if h in keep},
+            owner_of={h: o for h, o in self.owner_of.items() if h in keep},
+            entry_of={h: e for h, e in self.entry_of.items() if h in keep},
+            overridden_types=self.overridden_types,
+            storage_hosts=self.storage_hosts,
+            tenant_gpus={
+                t: {owner: numbers[owner]} for t, numbers in self.tenant_gpus.items() if owner in numbers
+            },
+            domain=owner,
+        )
+
+
+GPU_DEVICE_RE = re.compile(r"/dev/nvidia(0|[1-9][0-9]*)")
+
+
+def device_list_problem(devices: str, count: int) -> str | None:
+    """What is wrong with a node type's GPU device list, if anything: it names the `count` GPU
+    device files /dev/nvidia0 ... /dev/nvidia<count-1> (the driver numbers them from 0), written
+    as a Slurm hostlist (`/dev/nvidia[0-7]`)."""
+    if re.search(r"\[[^]]*:[^]]*\]", devices):
+        return (
+            f"{devices}: device lists use Slurm's range syntax, `[0-7]` (hosts.yml's `[0:7]` is "
+            f"Ansible's): e.g. /dev/nvidia[0-{count - 1}]"
+        )
+    try:
+        names = hostlist.expand_hostlist(devices)
+    except hostlist.BadHostlist as exc:
+        return f"not a valid device list: {exc} (write e.g. /dev/nvidia[0-{count - 1}])"
+    others = [n for n in names if not GPU_DEVICE_RE.fullmatch(n)]
+    if others:
+        return (
+            f"{', '.join(others[:3])}{' ...' if len(others) > 3 else ''}: not a GPU device file; list "
+            f"only the GPUs, by their absolute path /dev/nvidia<N> (e.g. /dev/nvidia[0-{count - 1}])"
+        )
+    if len(names) != len(set(names)):
+        return f"{devices} names a device more than once"
+    if len(names) != count:
+        return f"{devices} names {len(names)} device(s) but count is {count}"
+    expected = {f"/dev/nvidia{n}" for n in range(count)}
+    if set(names) != expected:
+        return (
+            f"{devices}: the {count} GPUs of a node are /dev/nvidia0 to /dev/nvidia{count - 1} "
+            f"(the driver numbers them from 0): /dev/nvidia[0-{count - 1}]"
+        )
+    return None
+
+
+def sort_hosts(hosts: Iterable[str]) -> list[str]:
+    """Natural order (gpu2 before gpu10), as Slurm lists hosts."""
+    return list(hostlist.numerically_sorted(list(hosts)))
