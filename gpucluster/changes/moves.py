@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from gpucluster.changes.playbooks import PROCEDURES
 from gpucluster.hostlists import compress
 from gpucluster.model.base import Owner, Update
 from gpucluster.model.cluster import Cluster
@@ -63,6 +64,9 @@ class Step:
     update: Update | None = None
     changes: tuple[str, ...] = ()
     files: tuple[str, ...] = ()
+    # The procedure whose plays carry it out (gpucluster.changes.playbooks); None: by hand or by
+    # another tool (kubectl, the Pulumi stacks).
+    procedure: str | None = None
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -74,6 +78,7 @@ class Step:
             "text": self.text,
             "changes": list(self.changes),
             "files": list(self.files),
+            "procedure": self.procedure,
         }
 
 
@@ -121,12 +126,13 @@ def lowered_quotas(old: dict[str, GpuQuota], new: dict[str, GpuQuota]) -> dict[s
 def quota_text(owner: Owner, quotas: dict[str, GpuQuota], lower: bool) -> str:
     numbers = ", ".join(f"{t} {q.quota}/{q.effective_limit}" for t, q in quotas.items()) or "none"
     verb = "lower" if lower else "raise"
+    accounts, kube = PROCEDURES["accounts"], PROCEDURES["kubernetes"]
     if owner == Owner.SLURM:
-        how = "sacctmgr GrpTRES=gres/gpu (playbooks/slurm.yml, slurm_accounts role)"
+        how = f"sacctmgr GrpTRES=gres/gpu ({accounts.playbook}, {', '.join(accounts.roles)} role)"
     elif owner == Owner.KUBERNETES:
-        how = "Kueue ClusterQueues and KAI queues (playbooks/kubernetes.yml, gpu_workloads role)"
+        how = f"Kueue ClusterQueues and KAI queues ({kube.playbook}, gpu_workloads role)"
     else:
-        how = "the Slurm-on-Kubernetes accounts (playbooks/kubernetes.yml)"
+        how = f"the Slurm-on-Kubernetes accounts ({kube.playbook})"
     return f"{verb} {owner} quotas to (quota/limit GPUs) {numbers}: {how}"
 
 
@@ -224,7 +230,7 @@ def claim_text(move: Move, new: Cluster) -> str:
     hosts = compress(move.hosts)
     if move.target == Owner.SLURM:
         return (
-            f"playbooks/slurm.yml: slurm.conf with {hosts}, slurmd started, then {node_list_apply(new)}; "
+            f"{PROCEDURES['slurm'].playbook}: slurm.conf with {hosts}, slurmd started, then {node_list_apply(new)}; "
             "the nodes come up idle"
         )
     if move.target == Owner.KUBERNETES:

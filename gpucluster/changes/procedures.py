@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from gpucluster.changes.moves import Action, Step, on_hosts
+from gpucluster.changes.playbooks import PROCEDURES
 from gpucluster.hostlists import compress
 from gpucluster.model.base import Owner, Update
 from gpucluster.model.releases import RELEASES
@@ -68,7 +69,7 @@ def needs_restart(key: str) -> bool:
 
 # The variable that lets playbooks/slurm.yml carry out a change that ends jobs.
 CONFIRM = "gpucluster_end_jobs"
-PLAYBOOK = "playbooks/slurm.yml"
+PLAYBOOK = PROCEDURES["slurm"].playbook
 LEAVE_TIMEOUT = "slurm_common_leave_timeout"
 
 
@@ -102,8 +103,11 @@ class Procedures:
     kube_notes: list[str] = field(default_factory=list)
 
 
-def _step(action: Action, update: Update, text: str, paths: Iterable[str], hosts: Iterable[str] = ()) -> Step:
+def _step(
+    procedure: str, action: Action, update: Update, text: str, paths: Iterable[str], hosts: Iterable[str] = ()
+) -> Step:
     return Step(
+        procedure=procedure,
         scheduler=Owner.SLURM,
         action=action,
         hosts=tuple(hosts),
@@ -186,10 +190,10 @@ def partition_procedures(
         result.classes[f"cluster.partitions.{gone}"] = f"partition renamed to {successor}"
         result.classes[f"cluster.partitions.{successor}"] = f"partition renamed from {gone}"
         result.before += [
-            _step(Action.PREPARE, update, f"scontrol create {partition_line(new, successor, slurm_conf)} (the new partition, as the new slurm.conf defines it, so the jobs have somewhere to go) {by}", paths),
-            _step(Action.STOP_PLACING, update, f"scontrol update PartitionName={gone} State=INACTIVE (no job is queued or started there any more; its running jobs go on)", paths),
-            _step(Action.MOVE_JOBS, update, f'for job in $(squeue --noheader --partition={gone} --states=PENDING --format=%i); do scontrol update JobId="$job" Partition={successor}; done (its pending jobs wait in {successor} instead)', paths),
-            _step(Action.WAIT_EMPTY, update, f"wait until `squeue --noheader --partition={gone}` prints nothing: its running jobs finish, none is killed or requeued (bounded: past {LEAVE_TIMEOUT}, 3600 s, the playbook lists what still runs and stops before any file changes)", paths),
+            _step("partitions", Action.PREPARE, update, f"scontrol create {partition_line(new, successor, slurm_conf)} (the new partition, as the new slurm.conf defines it, so the jobs have somewhere to go) {by}", paths),
+            _step("partitions", Action.STOP_PLACING, update, f"scontrol update PartitionName={gone} State=INACTIVE (no job is queued or started there any more; its running jobs go on)", paths),
+            _step("partitions", Action.MOVE_JOBS, update, f'for job in $(squeue --noheader --partition={gone} --states=PENDING --format=%i); do scontrol update JobId="$job" Partition={successor}; done (its pending jobs wait in {successor} instead)', paths),
+            _step("partitions", Action.WAIT_EMPTY, update, f"wait until `squeue --noheader --partition={gone}` prints nothing: its running jobs finish, none is killed or requeued (bounded: past {LEAVE_TIMEOUT}, 3600 s, the playbook lists what still runs and stops before any file changes)", paths),
         ]  # fmt: skip
         result.apply_notes.append(f"{gone} goes, {successor} stays as slurm.conf defines it")
     for gone in before:
@@ -200,8 +204,8 @@ def partition_procedures(
             continue
         result.classes[path] = "partition removed"
         result.before += [
-            _step(Action.STOP_PLACING, update, f"scontrol update PartitionName={gone} State=DRAIN (no job is queued there any more; the queued ones still start) {by}", [path]),
-            _step(Action.WAIT_EMPTY, update, f"wait until `squeue --noheader --partition={gone}` prints nothing: its pending and running jobs finish, none is killed (bounded: past {LEAVE_TIMEOUT}, 3600 s, the playbook lists what is left and stops before any file changes; move them with `scontrol update JobId=<id> Partition=<other>` or wait longer)", [path]),
+            _step("partitions", Action.STOP_PLACING, update, f"scontrol update PartitionName={gone} State=DRAIN (no job is queued there any more; the queued ones still start) {by}", [path]),
+            _step("partitions", Action.WAIT_EMPTY, update, f"wait until `squeue --noheader --partition={gone}` prints nothing: its pending and running jobs finish, none is killed (bounded: past {LEAVE_TIMEOUT}, 3600 s, the playbook lists what is left and stops before any file changes; move them with `scontrol update JobId=<id> Partition=<other>` or wait longer)", [path]),
         ]  # fmt: skip
         result.apply_notes.append(f"{gone} goes")
     for name in after:
@@ -247,7 +251,7 @@ def controller_procedures(old: Cluster, new: Cluster, result: Procedures, change
     if not kept:
         result.classes[path] = "controllers replaced"
         result.before.append(
-            _step(Action.PREPARE, update, f"not in one run: no controller of {', '.join(before)} stays to hand over to; first apply an inventory listing {', '.join(before + after)}, then one with {', '.join(after)} (the playbook refuses this one)", [path])
+            _step("controllers", Action.PREPARE, update, f"not in one run: no controller of {', '.join(before)} stays to hand over to; first apply an inventory listing {', '.join(before + after)}, then one with {', '.join(after)} (the playbook refuses this one)", [path])
         )  # fmt: skip
         return
     names = []
@@ -263,12 +267,14 @@ def controller_procedures(old: Cluster, new: Cluster, result: Procedures, change
         else:
             take = f"scontrol takeover {index} ({target}, backup {index}, takes control; the slurmctld of {before[0]} exits) {by}"
         result.before += [
-            _step(Action.TAKEOVER, update, take, [path], [target]),
-            _step(Action.STOP_DAEMON, update, f"{on_hosts(leaving, 'systemctl disable --now slurmctld')} (a controller that leaves must not take over while {target} restarts on the new configuration) {by}", [path], leaving),
+            _step("controllers", Action.TAKEOVER, update, take, [path], [target]),
+            _step("controllers", Action.STOP_DAEMON, update, f"{on_hosts(leaving, 'systemctl disable --now slurmctld')} (a controller that leaves must not take over while {target} restarts on the new configuration) {by}", [path], leaving),
         ]  # fmt: skip
         unmount = _unmount_text(old, new, leaving)
         if unmount:
-            result.before.append(_step(Action.RELEASE, Update.STORAGE, unmount, [path], leaving))
+            result.before.append(
+                _step("controllers", Action.RELEASE, Update.STORAGE, unmount, [path], leaving)
+            )
     if joining:
         names.append(f"{', '.join(joining)} added")
     if after[0] in joining:
@@ -276,7 +282,7 @@ def controller_procedures(old: Cluster, new: Cluster, result: Procedures, change
         # act as the controller at once (slurm.conf(5): "destructive").
         running = [h for h in before if h in after]
         result.before.append(
-            _step(Action.STOP_DAEMON, update, f"{on_hosts(running, 'systemctl stop slurmctld')} (the new primary {after[0]} must be the only slurmctld starting as primary; running jobs go on, commands wait until it answers) {by}", [path], running)
+            _step("controllers", Action.STOP_DAEMON, update, f"{on_hosts(running, 'systemctl stop slurmctld')} (the new primary {after[0]} must be the only slurmctld starting as primary; running jobs go on, commands wait until it answers) {by}", [path], running)
         )  # fmt: skip
     if not leaving and not joining:
         names.append("order changed")
@@ -299,7 +305,9 @@ def controller_procedures(old: Cluster, new: Cluster, result: Procedures, change
             "controller is UP again; running jobs go on throughout"
         )
     result.after.append(
-        _step(Action.VERIFY, update, f"{verify} ({PLAYBOOK} checks this itself)", [path], after)
+        _step(
+            "controllers", Action.VERIFY, update, f"{verify} ({PLAYBOOK} checks this itself)", [path], after
+        )
     )
 
 
@@ -339,10 +347,10 @@ def accounting_procedure(old: Cluster, new: Cluster, result: Procedures, changed
     assert before is not None and after is not None
     result.classes[path] = f"accounting moved from {before.host} to {after.host}"
     update = Update.RESTART
-    by = f"({PLAYBOOK} does this itself: slurm_common's accounting_move)"
+    by = f"({PLAYBOOK} does this itself: slurm_common's accounting_dump and accounting_load)"
     result.before += [
-        _step(Action.STOP_DAEMON, update, f"ssh {before.host} systemctl disable --now slurmdbd (slurmctld keeps the accounting records it cannot send, up to MaxDBDMsgs, and sends them to the new slurmdbd; running jobs go on) {by}", [path], [before.host]),
-        _step(Action.PREPARE, update, f"ssh {before.host} mysqldump --single-transaction --databases slurm_acct_db > slurm_acct_db.sql; the slurm_dbd role makes the database on {after.host}, then it is replaced by this copy (`mysql < slurm_acct_db.sql`) before slurmctld is restarted towards it {by}", [path], [before.host, after.host]),
+        _step("accounting_move", Action.STOP_DAEMON, update, f"ssh {before.host} systemctl disable --now slurmdbd (slurmctld keeps the accounting records it cannot send, up to MaxDBDMsgs, and sends them to the new slurmdbd; running jobs go on) {by}", [path], [before.host]),
+        _step("accounting_move", Action.PREPARE, update, f"ssh {before.host} mysqldump --single-transaction --databases slurm_acct_db > slurm_acct_db.sql; the slurm_dbd role makes the database on {after.host}, then it is replaced by this copy (`mysql < slurm_acct_db.sql`) before slurmctld is restarted towards it {by}", [path], [before.host, after.host]),
     ]  # fmt: skip
     result.apply_notes.append(f"slurm.conf's AccountingStorageHost={after.host}")
 
@@ -356,10 +364,10 @@ def state_procedure(old: Cluster, new: Cluster, result: Procedures, changed: set
     first = controllers[0]
     result.classes[path] = f"state moved from {source} to {target}"
     update = Update.RESTART
-    by = f"({PLAYBOOK} does this itself: slurm_common's state_move)"
+    by = f"({PLAYBOOK} does this itself: slurm_common, before slurmctld starts)"
     result.before += [
-        _step(Action.STOP_DAEMON, update, f"{on_hosts(list(old.spec.slurm.controller), 'systemctl stop slurmctld')} (running jobs go on; commands and submissions wait until it is back) {by}", [path], old.spec.slurm.controller),
-        _step(Action.PREPARE, update, f"ssh {first} {shlex.quote(f'install -d -o slurm -g slurm {target} && cp -a {source}/. {target}/')} (every job and node state, copied before slurmctld starts there; the new location must be mounted first) {by}", [path], [first]),
+        _step("state_move", Action.STOP_DAEMON, update, f"{on_hosts(list(old.spec.slurm.controller), 'systemctl stop slurmctld')} (running jobs go on; commands and submissions wait until it is back) {by}", [path], old.spec.slurm.controller),
+        _step("state_move", Action.PREPARE, update, f"ssh {first} {shlex.quote(f'install -d -o slurm -g slurm {target} && cp -a {source}/. {target}/')} (every job and node state, copied before slurmctld starts there; the new location must be mounted first) {by}", [path], [first]),
     ]  # fmt: skip
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from gpucluster.changes.playbooks import PROCEDURES
 from gpucluster.hostlists import compress
 from gpucluster.model.base import Owner
 from gpucluster.model.releases import SlurmVersion, upgrade_refusal
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
     from gpucluster.errors import Problem
     from gpucluster.model.cluster import Cluster
 
-PLAYBOOK = "playbooks/slurm-upgrade.yml"
+PLAYBOOK = PROCEDURES["upgrade:prove"].playbook
 VERSION_PATH = "cluster.slurm.version"
 
 
@@ -33,6 +34,7 @@ class UpgradeStep:
     hosts: tuple[str, ...]
     does: str
     waits_for: str
+    procedure: str  # whose plays carry it out (gpucluster.changes.playbooks)
 
     def as_dict(self) -> dict[str, Any]:
         return {"name": self.name, "hosts": list(self.hosts), "does": self.does, "waits_for": self.waits_for}
@@ -104,6 +106,7 @@ def upgrade_of(old: Cluster, new: Cluster) -> Upgrade | None:
             f"`gpucluster trial` of the new inventory starts Slurm {target}'s real daemons on the files rendered "
             "for it (on the Ansible controller, before any host changes)",
             "the trial to pass; no host is touched otherwise",
+            "upgrade:prove",
         ),
         UpgradeStep(
             "pre-checks",
@@ -113,6 +116,7 @@ def upgrade_of(old: Cluster, new: Cluster) -> Upgrade | None:
             + "; every node responds (a node DOWN or NOT_RESPONDING with a job would lose it); "
             f"free space in {settings.backup_dir} for the database dump and the state copy",
             "every check to pass; nothing is changed before",
+            "upgrade:pre-checks",
         ),
     ]
     if dbd:
@@ -123,6 +127,7 @@ def upgrade_of(old: Cluster, new: Cluster) -> Upgrade | None:
                 f"mysqldump --single-transaction of the accounting database into {backup} (mode 0700; "
                 "the dump is never printed)",
                 "the dump to be complete",
+                "upgrade:backup",
             ),
             UpgradeStep(
                 "slurmdbd",
@@ -131,6 +136,7 @@ def upgrade_of(old: Cluster, new: Cluster) -> Upgrade | None:
                 f"packages with apt to {target}, start it: it converts the database",
                 "the conversion, with no time limit (its log is polled and shown), then `sacctmgr show "
                 f"cluster` answering from {target}",
+                "upgrade:slurmdbd",
             ),
         ]
     for host in reversed(backups):
@@ -141,6 +147,7 @@ def upgrade_of(old: Cluster, new: Cluster) -> Upgrade | None:
                 f"stop the backup slurmctld and upgrade its packages to {target} (not started: it must not "
                 "take over from the old primary)",
                 "the packages installed; the primary keeps answering meanwhile",
+                "upgrade:slurmctld-backups",
             )
         )
     steps.append(
@@ -151,6 +158,7 @@ def upgrade_of(old: Cluster, new: Cluster) -> Upgrade | None:
             "with the new files, start it: it converts its state (commands and submissions wait meanwhile; "
             "running jobs go on)",
             f"slurmctld answering as {target} and holding every job it held before",
+            "upgrade:slurmctld",
         )
     )
     if backups:
@@ -160,6 +168,7 @@ def upgrade_of(old: Cluster, new: Cluster) -> Upgrade | None:
                 tuple(backups),
                 f"start the upgraded backup slurmctld ({target})",
                 "`scontrol ping` to list every controller UP",
+                "upgrade:slurmctld-backups-started",
             )
         )
     groups = batches(compute, settings.batch_size)
@@ -173,6 +182,7 @@ def upgrade_of(old: Cluster, new: Cluster) -> Upgrade | None:
                 "slurmd (running jobs go on: slurmstepd is not restarted), resume the nodes this step drained",
                 f"every node of the batch registered with {target} and responding (within SlurmdTimeout, "
                 "past which slurmctld would set it DOWN)",
+                "upgrade:slurmd",
             )
         )
     if login:
@@ -182,6 +192,7 @@ def upgrade_of(old: Cluster, new: Cluster) -> Upgrade | None:
                 tuple(login),
                 f"upgrade the client commands{' and sackd' if new.release.sackd else ''} to {target} with the new files",
                 "`sinfo` answering there",
+                "upgrade:login",
             )
         )
     steps.append(
@@ -191,6 +202,7 @@ def upgrade_of(old: Cluster, new: Cluster) -> Upgrade | None:
             f"every host's Slurm packages are {target}; every daemon reports {target}; the running jobs are "
             "still running",
             "`gpucluster verify` of the new inventory to pass",
+            "upgrade:verify",
         )
     )
     return Upgrade(before, after, backup, tuple(steps))

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
-from gpucluster.changes.plan import plan, required_action
+from gpucluster.changes.plan import plan
+from gpucluster.changes.records import required_action
 from gpucluster.errors import InventoryError
 from gpucluster.layers import load_cluster
 from gpucluster.model.base import Update

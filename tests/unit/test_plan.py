@@ -11,7 +11,8 @@ import jsonschema
 import pytest
 
 from gpucluster.changes.moves import Action
-from gpucluster.changes.plan import Plan, make_plan, plan, plan_schema, required_action
+from gpucluster.changes.plan import make_plan, plan, plan_schema
+from gpucluster.changes.records import Plan, required_action
 from gpucluster.layers import load_cluster
 from gpucluster.model.base import Update
 from gpucluster.model.releases import RELEASES

@@ -23,7 +23,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpucluster.changes.moves import Action
-from gpucluster.changes.plan import SEVERITY, make_plan, plan_schema
+from gpucluster.changes.plan import make_plan, plan_schema
+from gpucluster.changes.records import SEVERITY
 from gpucluster.layers import load_cluster
 from gpucluster.rendering import render_files
 

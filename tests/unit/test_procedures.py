@@ -12,8 +12,9 @@ import jsonschema
 import pytest
 
 from gpucluster.changes.moves import Action
-from gpucluster.changes.plan import Plan, make_plan, plan_schema, text_lines
+from gpucluster.changes.plan import make_plan, plan_schema, text_lines
 from gpucluster.changes.procedures import partition_renames, scontrol_partition_args
+from gpucluster.changes.records import Plan
 from gpucluster.layers import load_cluster
 from gpucluster.model.base import Owner, Update
 from tests.conftest import InventoryFactory, run_cli

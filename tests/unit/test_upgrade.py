@@ -11,7 +11,8 @@ import jsonschema
 import pytest
 
 from gpucluster.changes.moves import Action
-from gpucluster.changes.plan import Plan, make_plan, plan_schema, text_lines
+from gpucluster.changes.plan import make_plan, plan_schema, text_lines
+from gpucluster.changes.records import Plan
 from gpucluster.changes.upgrade import batches
 from gpucluster.layers import load_cluster
 from gpucluster.model.base import Update

@@ -1,0 +1,208 @@
+"""The procedures the playbooks carry out, each declared once: what its step in a plan does, and the
+plays (playbook, play name, role entry points) that do it.
+
+`gpucluster plan` takes every step's text from here (gpucluster.changes.plan), and
+tests/architecture/test_procedures.py holds this table to playbooks/: a play named here that a
+playbook lacks, a role entry point a play does not run, or a play that no procedure names fails.
+A role entry point is the role (its main tasks), `role:tasks_from`, or `role:step` where the play
+sets the role's `<role>_step` variable (slurm_upgrade's steps).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+SLURM = "playbooks/slurm.yml"
+UPGRADE = "playbooks/slurm-upgrade.yml"
+GPU_NODES = "playbooks/gpu_nodes.yml"
+KUBERNETES = "playbooks/kubernetes.yml"
+MONITORING = "playbooks/monitoring.yml"
+
+
+@dataclass(frozen=True)
+class Play:
+    playbook: str
+    name: str  # as the playbook names it
+    roles: tuple[str, ...]  # the role entry points it runs for this procedure
+
+
+@dataclass(frozen=True)
+class Procedure:
+    key: str
+    does: str  # what its step does, after "<playbook> (<roles>): "
+    plays: tuple[Play, ...]
+
+    @property
+    def playbook(self) -> str:
+        return self.plays[0].playbook
+
+    @property
+    def roles(self) -> tuple[str, ...]:
+        """The roles of its plays in its playbook, each once (entry points shown as the role)."""
+        found = (r.partition(":")[0] for p in self.plays if p.playbook == self.playbook for r in p.roles)
+        return tuple(dict.fromkeys(found))
+
+    def text(self, does: str | None = None) -> str:
+        """Its step's text: the playbook, the roles, then what it does (`does` for this plan's)."""
+        return f"{self.playbook} ({', '.join(self.roles)}): {does or self.does}"
+
+
+def _play(playbook: str, name: str, *roles: str) -> Play:
+    return Play(playbook, name, roles)
+
+
+_PROCEDURES = (
+    # Every run of a playbook starts here; no step of its own.
+    Procedure(
+        "render",
+        "renders the inventory on the Ansible controller, groups the hosts, pins the target Slurm release",
+        (
+            _play(SLURM, "Render the Slurm files and group the hosts by their role in the cluster model", "slurm_common:render", "shared_storage:group"),
+            _play(SLURM, "The target Slurm release on every Slurm host (pin and pre-flight)", "slurm_common:packages"),
+            _play(GPU_NODES, "Render the inventory and group the hosts with node software", "slurm_common:render"),
+            _play(MONITORING, "Render the monitoring files and group the hosts that run them", "slurm_common:render"),
+            _play(UPGRADE, "The target Slurm release on every Slurm host (pin and pre-flight)", "slurm_common:packages"),
+        ),
+    ),
+    Procedure(
+        "controllers",
+        "the live controllers read, the one that stays put in charge, slurmctld stopped where it leaves",
+        (
+            _play(SLURM, "The live controllers, what would end jobs, and the controller that stays in charge", "slurm_controller:live"),
+            _play(SLURM, "Controllers leaving, and those stopped while a new primary starts", "slurm_controller:leave", "shared_storage"),
+            _play(SLURM, "The controllers of the inventory, and the takeover where one joined", "slurm_controller:verify"),
+        ),
+    ),
+    Procedure(
+        "partitions",
+        "partitions created, closed and emptied before the files change",
+        (_play(SLURM, "Slurm configuration, slurmctld and slurmd", "slurm_common"),),
+    ),
+    Procedure(
+        "accounting_move",
+        "slurmdbd stopped on the old host, its database dumped there and loaded on the new one",
+        (
+            _play(SLURM, "Accounting leaving its host", "slurm_common:accounting_dump"),
+            _play(SLURM, "Accounting database and slurmdbd", "slurm_common:accounting_load"),
+        ),
+    ),
+    Procedure(
+        "state_move",
+        "slurmctld stopped on every controller and its state copied to the new location",
+        (_play(SLURM, "Slurm configuration, slurmctld and slurmd", "slurm_common"),),
+    ),
+    Procedure(
+        "users",
+        "the Unix groups and users of hosts/users.yaml on every Slurm host",
+        (_play(SLURM, "Unix groups and users of the cluster model on every Slurm host", "users"),),
+    ),
+    Procedure(
+        "storage",
+        "the exports and mounts of hosts/storage.yaml (a changed mount is remounted: drain its hosts first)",
+        (
+            _play(SLURM, "NFS exports of the shared filesystems", "nfs_server"),
+            _play(SLURM, "Shared filesystems on the hosts that mount them", "shared_storage"),
+        ),
+    ),
+    Procedure(
+        "node_software",
+        "the node software of nodes/ on the hosts of its node types (drain them first; reboot where the "
+        "kernel module changed)",
+        (_play(GPU_NODES, "GPU driver stack", "gpu_driver"),),
+    ),
+    Procedure(
+        "slurm",
+        "installs the Slurm configuration",
+        (
+            _play(SLURM, "Slurm configuration, slurmctld and slurmd", "slurm_common", "slurm_health", "slurm_controller", "slurm_compute", "monitoring_dcgm_exporter:job_mapping"),
+            _play(SLURM, "Munge authentication on every Slurm host", "munge"),
+            _play(SLURM, "JWT key of the REST API on the controllers and the slurmdbd host", "slurm_restd:jwt_key"),
+            _play(SLURM, "Accounting database and slurmdbd", "slurm_dbd"),
+            _play(SLURM, "Every compute node registered with slurmctld", "slurm_compute:registered"),
+            _play(SLURM, "Login nodes", "slurm_login"),
+            _play(SLURM, "SSH to compute nodes, for users with a job there", "slurm_node_ssh"),
+            _play(SLURM, "REST API (slurmrestd with JWT)", "slurm_restd"),
+            _play(SLURM, "Containers in jobs - Slurm's OCI support with rootless crun", "slurm_containers"),
+            _play(SLURM, "Containers in jobs - Pyxis and enroot", "pyxis_enroot"),
+        ),
+    ),
+    Procedure(
+        "accounts",
+        "sacctmgr makes the accounts, users and QOS of slurm/accounts.yaml",
+        (_play(SLURM, "Accounts, QOS and users of the tenants", "slurm_accounts"),),
+    ),
+    Procedure(
+        "kubernetes",
+        "applies the Kubernetes objects",
+        (
+            _play(KUBERNETES, "Kubernetes add-ons and objects from the inventory", "cert_manager", "network_operator", "gpu_operator", "dra_driver", "kueue", "kai_scheduler", "volcano", "gpu_workloads", "slurm_on_k8s"),
+        ),
+    ),
+    Procedure(
+        "monitoring",
+        "promtool and amtool check the files on the monitoring host, Prometheus and Alertmanager reload",
+        (
+            _play(MONITORING, "Node-exporter on every host, the Slurm state collector on the controllers", "monitoring_node_exporter"),
+            _play(MONITORING, "NVIDIA's dcgm-exporter and its Slurm job mapping on the GPU nodes", "monitoring_dcgm_exporter"),
+            _play(MONITORING, "Prometheus and Alertmanager on the monitoring host", "monitoring_prometheus"),
+        ),
+    ),
+    # The upgrade (gpucluster.changes.upgrade): one procedure per step of Slurm's order.
+    Procedure(
+        "upgrade:prove",
+        "`gpucluster trial` of the new inventory",
+        (_play(UPGRADE, "Render the new release's files, group the hosts and prove the files with the new release", "slurm_common:render"),),
+    ),
+    Procedure(
+        "upgrade:pre-checks",
+        "every daemon answers, no node would lose a job, room for the backups",
+        (_play(UPGRADE, "Pre-checks (nothing changes before every one passes)", "slurm_upgrade:precheck"),),
+    ),
+    Procedure(
+        "upgrade:job-mapping",
+        "the prolog and epilog the new slurm.conf names, before any slurmd reads it",
+        (_play(UPGRADE, "The Slurm prolog and epilog of dcgm-exporter's job mapping on every Slurm node", "monitoring_dcgm_exporter:job_mapping"),),
+    ),
+    Procedure(
+        "upgrade:backup",
+        "the accounting database dumped",
+        (_play(UPGRADE, "The accounting database, dumped, then converted by the new slurmdbd", "slurm_upgrade:backup"),),
+    ),
+    Procedure(
+        "upgrade:slurmdbd",
+        "slurmdbd upgraded; it converts the database",
+        (_play(UPGRADE, "The accounting database, dumped, then converted by the new slurmdbd", "slurm_upgrade:slurmdbd"),),
+    ),
+    Procedure(
+        "upgrade:slurmctld-backups",
+        "the backup controllers upgraded, not started",
+        (_play(UPGRADE, "The backup controllers, upgraded (started once the primary answers)", "slurm_upgrade:slurmctld"),),
+    ),
+    Procedure(
+        "upgrade:slurmctld",
+        "the primary controller upgraded with its state",
+        (_play(UPGRADE, "The primary controller, its state copied, upgraded and waited for with every job", "slurm_upgrade:slurmctld"),),
+    ),
+    Procedure(
+        "upgrade:slurmctld-backups-started",
+        "the backup controllers started",
+        (_play(UPGRADE, "The backup controllers started", "slurm_upgrade:slurmctld_backups"),),
+    ),
+    Procedure(
+        "upgrade:slurmd",
+        "every slurmd in batches",
+        (_play(UPGRADE, "Every slurmd, in batches (cluster.slurm.upgrade.batch_size), each waited for", "slurm_upgrade:slurmd"),),
+    ),
+    Procedure(
+        "upgrade:login",
+        "login hosts and clients",
+        (_play(UPGRADE, "Login hosts and clients last", "slurm_upgrade:login"),),
+    ),
+    Procedure(
+        "upgrade:verify",
+        "every daemon reports the new release",
+        (_play(UPGRADE, "Every daemon reports the new release", "slurm_upgrade:verify"),),
+    ),
+)  # fmt: skip
+
+PROCEDURES: dict[str, Procedure] = {p.key: p for p in _PROCEDURES}
