@@ -1,0 +1,1 @@
+"""The ground floor: the typed model of an inventory and the resolved cluster (README.md)."""

@@ -1,0 +1,1 @@
+"""`gpucluster import`: an existing cluster's Slurm files -> an inventory (README.md)."""
