@@ -35,25 +35,25 @@ def _clean(loc: Sequence[str | int]) -> Loc:
     return tuple(p for p in loc if not (isinstance(p, str) and (p.startswith("function-") or "[" in p)))
 
 
-def _members(tp: Any) -> list[Any]:
+def field_types(tp: Any) -> list[Any]:
     """The types a field may hold: Annotated unwrapped, unions split, None dropped."""
     origin = typing.get_origin(tp)
     if origin is typing.Annotated:
-        return _members(typing.get_args(tp)[0])
+        return field_types(typing.get_args(tp)[0])
     if origin is typing.Union or origin is types.UnionType:
-        return [m for arg in typing.get_args(tp) for m in _members(arg)]
+        return [m for arg in typing.get_args(tp) for m in field_types(arg)]
     if tp is type(None):
         return []
     return [tp]
 
 
 def _model(tp: Any) -> type[BaseModel] | None:
-    return next((m for m in _members(tp) if isinstance(m, type) and issubclass(m, BaseModel)), None)
+    return next((m for m in field_types(tp) if isinstance(m, type) and issubclass(m, BaseModel)), None)
 
 
 def _step(tp: Any, part: str | int) -> Any:
     """The type found at `part` inside a value of type `tp`; None when it cannot be told."""
-    for member in _members(tp):
+    for member in field_types(tp):
         origin = typing.get_origin(member)
         if isinstance(member, type) and issubclass(member, BaseModel):
             field = member.model_fields.get(str(part)) if isinstance(part, str) else None
@@ -83,7 +83,7 @@ def model_at(root: type[BaseModel], loc: Loc) -> type[BaseModel] | None:
 def is_dict_entry(root: type[BaseModel], loc: Loc) -> bool:
     """True when the last part of `loc` is a key of a free-form mapping (a node type's name...)."""
     parent = type_at(root, loc[:-1]) if loc else None
-    return parent is not None and any(typing.get_origin(m) is dict for m in _members(parent))
+    return parent is not None and any(typing.get_origin(m) is dict for m in field_types(parent))
 
 
 def closest(word: str, choices: Sequence[str]) -> str | None:

@@ -15,7 +15,6 @@ import difflib
 import fnmatch
 import json
 import re
-import types
 import typing
 from collections.abc import Iterable
 from typing import Any
@@ -37,6 +36,7 @@ from gpucluster.changes.steps import plan_steps, upgrade_steps
 from gpucluster.changes.upgrade import PLAYBOOK as PLAYBOOK_UPGRADE
 from gpucluster.changes.upgrade import VERSION_PATH, refusal, upgrade_of
 from gpucluster.hostlists import compress
+from gpucluster.keyhints import field_types
 from gpucluster.model.base import Owner, Update
 from gpucluster.model.cluster import Cluster
 from gpucluster.model.spec import ClusterSpec
@@ -97,15 +97,6 @@ def _diff(old: Any, new: Any, parts: list[str], out: list[tuple[list[str], Any, 
     out.append((parts, old, new))
 
 
-def _members(tp: Any) -> list[Any]:
-    origin = typing.get_origin(tp)
-    if origin is typing.Annotated:
-        return _members(typing.get_args(tp)[0])
-    if origin is typing.Union or origin is types.UnionType:
-        return [m for arg in typing.get_args(tp) for m in _members(arg)]
-    return [] if tp is type(None) else [tp]
-
-
 def model_policy(spec: ClusterSpec, parts: list[str]) -> Update:
     """The x-update of the spec field at a path of the resolved model (named lists by name)."""
     update = Update.RESTART
@@ -113,7 +104,7 @@ def model_policy(spec: ClusterSpec, parts: list[str]) -> Update:
     layer = {"kubernetes": spec.kubernetes, "cloud": spec.cloud}
     for index, part in enumerate(parts):
         next_tp = None
-        for member in _members(tp):
+        for member in field_types(tp):
             origin = typing.get_origin(member)
             if isinstance(member, type) and issubclass(member, BaseModel):
                 info = member.model_fields.get(part)
