@@ -83,22 +83,25 @@ def batches(hosts: list[str], size: int) -> list[list[str]]:
     return [hosts[i : i + size] for i in range(0, len(hosts), size)]
 
 
-@dataclass(frozen=True)
 class _Upgrading:
-    """What the steps of one upgrade name: the release it goes to, where, and with what settings."""
+    """What the steps of an upgrade to `after` name: the release, the hosts by role, the settings.
+    (Not a dataclass: generating its methods costs about a millisecond at import.)"""
 
-    target: str  # the new release
-    backup: str  # this upgrade's backup directory
-    backup_dir: str  # slurm.upgrade.backup_dir, where the space is checked
-    state_dir: str
-    batch_size: int
-    sackd: bool  # the new release's clients run sackd
-    primary: str
-    backups: list[str]  # the backup controllers
-    dbd: list[str]  # the accounting host, if any
-    compute: list[str]
-    login: list[str]  # login hosts that are not controllers
-    every: list[str]
+    def __init__(self, new: Cluster, before: SlurmVersion, after: SlurmVersion) -> None:
+        slurm = new.spec.slurm
+        settings = slurm.upgrade
+        controllers = list(slurm.controller)
+        self.target = after.release
+        self.backup = f"{settings.backup_dir}/{before}-to-{after}"  # this upgrade's backups
+        self.backup_dir = settings.backup_dir
+        self.state_dir = slurm.state_dir
+        self.batch_size = settings.batch_size
+        self.sackd = new.release.sackd  # the new release's clients run sackd
+        self.primary, self.backups = controllers[0], controllers[1:]
+        self.dbd = [slurm.accounting.host] if slurm.accounting else []
+        self.compute = new.hosts_owned_by(Owner.SLURM)
+        self.login = [h for h in slurm.login if h not in controllers]
+        self.every = list(dict.fromkeys([*controllers, *self.dbd, *self.compute, *self.login]))
 
 
 def upgrade_of(old: Cluster, new: Cluster) -> Upgrade | None:
@@ -107,26 +110,7 @@ def upgrade_of(old: Cluster, new: Cluster) -> Upgrade | None:
     if found is None or upgrade_refusal(*found) is not None:
         return None
     before, after = found
-    slurm = new.spec.slurm
-    settings = slurm.upgrade
-    controllers = list(slurm.controller)
-    dbd = [slurm.accounting.host] if slurm.accounting else []
-    compute = new.hosts_owned_by(Owner.SLURM)
-    login = [h for h in slurm.login if h not in controllers]
-    up = _Upgrading(
-        target=after.release,
-        backup=f"{settings.backup_dir}/{before}-to-{after}",
-        backup_dir=settings.backup_dir,
-        state_dir=slurm.state_dir,
-        batch_size=settings.batch_size,
-        sackd=new.release.sackd,
-        primary=controllers[0],
-        backups=controllers[1:],
-        dbd=dbd,
-        compute=compute,
-        login=login,
-        every=list(dict.fromkeys([*controllers, *dbd, *compute, *login])),
-    )
+    up = _Upgrading(new, before, after)
     steps = [
         *_first_steps(up),
         *_accounting_steps(up),

@@ -65,18 +65,30 @@ def software_of(node_type: NodeType) -> NodeSoftware | None:
 Fail = Callable[[list[str | int], str], None]
 
 
-@dataclass(frozen=True)
 class _Driver:
-    """The driver a node type gets, as resolved: what its checks and packages follow from."""
+    """The driver a node type gets, as resolved: what its checks and packages follow from. (Not a
+    dataclass: generating its methods costs about a millisecond at import, on every command.)"""
 
-    source: str  # debian | nvidia
-    suite: str | None
-    version: str | None
-    branch: int  # 0: neither version nor branch given
-    modules: str  # open | proprietary
-    generation: str | None
-    cuda: int
-    dcgm: bool
+    __slots__ = ("branch", "cuda", "dcgm", "generation", "modules", "source", "suite", "version")
+
+    def __init__(
+        self,
+        source: str,  # debian | nvidia
+        suite: str | None,
+        version: str | None,
+        branch: int,  # 0: neither version nor branch given
+        modules: str,  # open | proprietary
+        generation: str | None,
+        dcgm: bool,
+    ) -> None:
+        self.source = source
+        self.suite = suite
+        self.version = version
+        self.branch = branch
+        self.modules = modules
+        self.generation = generation
+        self.cuda = facts.cuda_major(branch)
+        self.dcgm = dcgm
 
 
 def resolve_stacks(cluster: Cluster) -> Resolution:
@@ -120,16 +132,8 @@ def _stack_of(
             return None
     branch = int(version.split(".")[0]) if version else int(settings.branch or 0)
     modules = _kernel_modules(settings, generation, suite)
-    driver = _Driver(
-        source=settings.source,
-        suite=suite,
-        version=version,
-        branch=branch,
-        modules=modules,
-        generation=generation,
-        cuda=facts.cuda_major(branch),
-        dcgm=soft.dcgm if soft.dcgm is not None else settings.source == "nvidia",
-    )
+    dcgm = soft.dcgm if soft.dcgm is not None else settings.source == "nvidia"
+    driver = _Driver(settings.source, suite, version, branch, modules, generation, dcgm)
     _check_driver(driver, settings, node_type.gpus.model, fail)
     _check_components(driver, soft, hosts, cluster.block_of, fail)
     repo_url = repo_key = None

@@ -233,13 +233,17 @@ def srun(
 Submitter = tuple[str | None, str | None]  # (user, account) a partition's jobs run as
 
 
-@dataclass(frozen=True)
 class _Partitions:
-    """The partitions verify's jobs may use, with who submits to each (a string: why no one can)."""
+    """The partitions of the view that verify's jobs may use (those with nodes), with who submits
+    to each (a string: why no one can). (Not a dataclass: generating its methods costs about a
+    millisecond at import.)"""
 
-    view: Cluster
-    partitions: list[Partition]
-    submitters: dict[str, Submitter | str]
+    def __init__(self, view: Cluster, partitions: list[Partition]) -> None:
+        self.view = view
+        self.partitions = [p for p in partitions if view.partitions.get(p.name)]
+        self.submitters: dict[str, Submitter | str] = {
+            p.name: _tenant_submitter(view, p) for p in self.partitions
+        }
 
     def home(self, members: list[str]) -> tuple[Partition, Submitter] | str:
         """The first partition (default first) holding all of `members` that has a submitter."""
@@ -267,13 +271,12 @@ def make_plan(cluster: Cluster, job_name: str | None = None) -> Plan:
     hosts = list(dict.fromkeys([*controllers, *dbd, *nodes]))
     with_config = list(dict.fromkeys([*controllers, *nodes]))
     gpu_nodes = [h for h in nodes if view.node_type(h).gpus]
-    partitions = [p for p in cluster.spec.partitions if view.partitions.get(p.name)]
-    usable = _Partitions(view, partitions, {p.name: _tenant_submitter(view, p) for p in partitions})
+    usable = _Partitions(view, cluster.spec.partitions)
     skipped: list[Skip] = []
     coallocation = _coallocation_jobs(usable, name, skipped)
     topology = _topology_jobs(usable, name, skipped)
     gpus = _gpu_jobs(usable, name, gpu_nodes, skipped)
-    nccl = _nccl_job(view, name, partitions, usable.submitters)
+    nccl = _nccl_job(view, name, usable.partitions, usable.submitters)
     if isinstance(nccl, Skip):
         skipped.append(nccl)
     stages: list[tuple[Job, ...]] = [
