@@ -341,6 +341,50 @@ def build_parser(with_lab_commands: bool = True) -> argparse.ArgumentParser:
         parser_show, "The whole resolved model (hosts as lists), the release's facts and the fleet as JSON."
     )
 
+    _add_render(commands)
+
+    parser_plan = add_command(commands, "plan", plan)
+    parser_plan.add_argument(
+        "old", type=Path, help="The inventory as deployed (e.g. a checkout of the last release)."
+    )
+    parser_plan.add_argument("new", type=Path, help="The inventory to apply.")
+    _json(parser_plan, "The plan as JSON, for automation (its schema: gpucluster.plan_schema, README).")
+
+    parser_trial = add_command(commands, "trial", trial)
+    _inventory(parser_trial)
+    parser_trial.add_argument(
+        "--seconds",
+        type=int,
+        default=3,
+        help="How long slurmctld runs before its state is read (default: 3).",
+    )
+    _json(parser_trial, "The result as JSON: started, error lines, notes, topology as seen and expected.")
+
+    _add_import(commands)
+
+    parser_verify = add_command(commands, "verify", verify)
+    _inventory(parser_verify)
+    _json(parser_verify, "The checks as JSON.")
+
+    parser_schema = add_command(commands, "schema", schema)
+    parser_schema.add_argument(
+        "--markdown", action="store_true", help="A Markdown reference of every key instead."
+    )
+
+    parser_completion = add_command(commands, "completion", completion)
+    parser_completion.add_argument("shell", choices=["bash", "zsh"], help="The shell to complete in.")
+
+    lab = commands.add_parser("lab", help=LAB_HELP, description=LAB_HELP, allow_abbrev=False)
+    lab.set_defaults(run=None, parser=lab)
+    if with_lab_commands:
+        from gpucluster.lab.cli import add_lab_commands
+
+        add_lab_commands(lab, add_command)
+    return parser
+
+
+def _add_render(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """`render INVENTORY [--out DIR] [--only PART]... [--json]`."""
     parser_render = add_command(commands, "render", render)
     _inventory(parser_render)
     parser_render.add_argument(
@@ -363,23 +407,9 @@ def build_parser(with_lab_commands: bool = True) -> argparse.ArgumentParser:
     )
     _json(parser_render, "The files of the tree as JSON: path, sha256, size, whether this run wrote it.")
 
-    parser_plan = add_command(commands, "plan", plan)
-    parser_plan.add_argument(
-        "old", type=Path, help="The inventory as deployed (e.g. a checkout of the last release)."
-    )
-    parser_plan.add_argument("new", type=Path, help="The inventory to apply.")
-    _json(parser_plan, "The plan as JSON, for automation (its schema: gpucluster.plan_schema, README).")
 
-    parser_trial = add_command(commands, "trial", trial)
-    _inventory(parser_trial)
-    parser_trial.add_argument(
-        "--seconds",
-        type=int,
-        default=3,
-        help="How long slurmctld runs before its state is read (default: 3).",
-    )
-    _json(parser_trial, "The result as JSON: started, error lines, notes, topology as seen and expected.")
-
+def _add_import(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """`import SOURCE --slurm-version V --out DIR [--gres-conf [HOSTS=]FILE]... [--check] [--json]`."""
     parser_import = add_command(commands, "import", import_site)
     source = parser_import.add_argument(
         "source",
@@ -418,26 +448,6 @@ def build_parser(with_lab_commands: bool = True) -> argparse.ArgumentParser:
         parser_import,
         "Where every setting went, the counts, the lines before and after and the check as JSON.",
     )
-
-    parser_verify = add_command(commands, "verify", verify)
-    _inventory(parser_verify)
-    _json(parser_verify, "The checks as JSON.")
-
-    parser_schema = add_command(commands, "schema", schema)
-    parser_schema.add_argument(
-        "--markdown", action="store_true", help="A Markdown reference of every key instead."
-    )
-
-    parser_completion = add_command(commands, "completion", completion)
-    parser_completion.add_argument("shell", choices=["bash", "zsh"], help="The shell to complete in.")
-
-    lab = commands.add_parser("lab", help=LAB_HELP, description=LAB_HELP, allow_abbrev=False)
-    lab.set_defaults(run=None, parser=lab)
-    if with_lab_commands:
-        from gpucluster.lab.cli import add_lab_commands
-
-        add_lab_commands(lab, add_command)
-    return parser
 
 
 # Commands that run for minutes (playbooks, containers, daemons), for which main() turns the

@@ -173,6 +173,23 @@ def _compose(loader: _Loader) -> yaml.Node | None:
     without a tag gets the default one.
     """
     get_event = loader.get_event
+    get_event()  # StreamStartEvent
+    event: Any = get_event()
+    if type(event) is yaml.StreamEndEvent:
+        return None
+    root, cyclic = _compose_document(loader)
+    _single_document(loader)
+    if cyclic and root is not None:
+        line = _recursion(root, set())
+        if line is not None:
+            raise _Refused("a YAML alias refers to itself (recursive anchor)", line)
+    return root
+
+
+def _compose_document(loader: _Loader) -> tuple[yaml.Node | None, bool]:
+    """The root node of the document just started, composed up to its end, and whether an alias
+    named a node still open (a cycle, as PyYAML composes it, judged once the document is read)."""
+    get_event = loader.get_event
     resolve = loader.resolve
     anchors: dict[str, yaml.Node] = {}
     expanded: dict[str, tuple[int, int]] = {}  # anchor -> (expanded size, height) of its node
@@ -182,86 +199,42 @@ def _compose(loader: _Loader) -> yaml.Node | None:
     through_aliases = 0  # of those, nodes that aliases added
     aliased = cyclic = False
     root: yaml.Node | None = None
-
-    def refuse_size(line: int) -> _Refused:
-        return _Refused(_too_many(aliased), line, _open_path(stack))
-
-    def refuse_depth(line: int) -> _Refused:
-        return _Refused(DEPTH_MESSAGE, line, _open_path(stack))
-
-    get_event()  # StreamStartEvent
-    event: Any = get_event()
-    if type(event) is yaml.StreamEndEvent:
-        return None
     while True:
         event = get_event()
         kind = type(event)  # not isinstance: the events' marks are typed too narrowly for libyaml's
         node: yaml.Node
         if kind is yaml.AliasEvent:
-            anchor = event.anchor
-            if anchor not in anchors:
-                raise yaml.composer.ComposerError(None, None, "found undefined alias", event.start_mark)
-            node = anchors[anchor]
-            # A node still open: a cycle, as PyYAML composes it; judged once the document is read.
-            size, height = expanded.get(anchor, (1, 0))
-            cyclic = cyclic or anchor not in expanded
+            node, size = _alias(event, anchors, expanded, stack, count, through_aliases)
+            cyclic = cyclic or event.anchor not in expanded  # a node still open
             aliased = True
             count += size
             through_aliases += size
-            if count > MAX_NODES:
-                raise refuse_size(_line(event.start_mark))
-            if through_aliases > MAX_ALIAS_NODES:
-                raise _Refused(_too_many_aliased(), _line(event.start_mark), _open_path(stack))
-            if stack:
-                reach = len(stack) + height
-                if reach > MAX_DEPTH:
-                    raise refuse_depth(_line(event.start_mark))
-                stack[-1].reach = max(stack[-1].reach, reach)
         elif kind is yaml.ScalarEvent or kind is yaml.SequenceStartEvent or kind is yaml.MappingStartEvent:
             anchor = event.anchor
             if anchor is not None and anchor in anchors:
-                raise yaml.composer.ComposerError(
-                    "found duplicate anchor; first occurrence",
-                    anchors[anchor].start_mark,
-                    "second occurrence",
-                    event.start_mark,
-                )
+                raise _duplicate_anchor(anchors[anchor], event)
             count += 1
             if count > MAX_NODES:
-                raise refuse_size(_line(event.start_mark))
-            tag = event.tag
+                raise _refused_at(_too_many(aliased), event, stack)
             if kind is yaml.ScalarEvent:
+                tag, value = event.tag, event.value
                 if tag is None or tag == "!":
                     if event.implicit[0]:  # plain: the tag depends on the value only
-                        tag = plain_tags.get(event.value)
+                        tag = plain_tags.get(value)
                         if tag is None:
-                            tag = plain_tags[event.value] = resolve(
-                                yaml.ScalarNode, event.value, event.implicit
-                            )
+                            tag = plain_tags[value] = resolve(yaml.ScalarNode, value, event.implicit)
                     else:
                         tag = _STR
-                node = yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark, style=event.style)
+                node = yaml.ScalarNode(tag, value, event.start_mark, event.end_mark, style=event.style)
                 if anchor is not None:
                     anchors[anchor] = node
                     expanded[anchor] = (1, 0)
             else:
-                collection: yaml.CollectionNode
-                if kind is yaml.SequenceStartEvent:
-                    if tag is None or tag == "!":
-                        tag = _SEQ
-                    collection = yaml.SequenceNode(
-                        tag, [], event.start_mark, None, flow_style=event.flow_style
-                    )
-                else:
-                    if tag is None or tag == "!":
-                        tag = _MAP
-                    collection = yaml.MappingNode(
-                        tag, [], event.start_mark, None, flow_style=event.flow_style
-                    )
+                collection = _collection_node(event, kind is yaml.SequenceStartEvent)
                 if anchor is not None:
                     anchors[anchor] = collection
                 if len(stack) >= MAX_DEPTH:
-                    raise refuse_depth(_line(event.start_mark))
+                    raise _refused_at(DEPTH_MESSAGE, event, stack)
                 stack.append(_Open(collection, anchor, count - 1, len(stack) + 1))
                 continue
         elif kind is yaml.SequenceEndEvent or kind is yaml.MappingEndEvent:
@@ -273,7 +246,7 @@ def _compose(loader: _Loader) -> yaml.Node | None:
             if stack:
                 stack[-1].reach = max(stack[-1].reach, done.reach)
         else:  # DocumentEndEvent
-            break
+            return root, cyclic
         if not stack:
             root = node
             continue
@@ -285,12 +258,56 @@ def _compose(loader: _Loader) -> yaml.Node | None:
         else:
             top.node.value.append((top.key, node))
             top.key = None
-    _single_document(loader)
-    if cyclic and root is not None:
-        line = _recursion(root, set())
-        if line is not None:
-            raise _Refused("a YAML alias refers to itself (recursive anchor)", line)
-    return root
+
+
+def _refused_at(message: str, event: Any, stack: list[_Open]) -> _Refused:
+    return _Refused(message, _line(event.start_mark), _open_path(stack))
+
+
+def _duplicate_anchor(first: yaml.Node, event: Any) -> yaml.composer.ComposerError:
+    return yaml.composer.ComposerError(
+        "found duplicate anchor; first occurrence", first.start_mark, "second occurrence", event.start_mark
+    )
+
+
+def _alias(
+    event: Any,
+    anchors: dict[str, yaml.Node],
+    expanded: dict[str, tuple[int, int]],
+    stack: list[_Open],
+    count: int,
+    through_aliases: int,
+) -> tuple[yaml.Node, int]:
+    """The node an alias names and the nodes it adds (what that node expands to; 1 while it is
+    still open). Refused past MAX_NODES, MAX_ALIAS_NODES or MAX_DEPTH, in that order, given the
+    `count` and `through_aliases` before it; else the collection it is in notes the depth it reaches."""
+    anchor = event.anchor
+    if anchor not in anchors:
+        raise yaml.composer.ComposerError(None, None, "found undefined alias", event.start_mark)
+    size, height = expanded.get(anchor, (1, 0))
+    if count + size > MAX_NODES:
+        raise _refused_at(_too_many(True), event, stack)
+    if through_aliases + size > MAX_ALIAS_NODES:
+        raise _refused_at(_too_many_aliased(), event, stack)
+    if stack:
+        reach = len(stack) + height
+        if reach > MAX_DEPTH:
+            raise _refused_at(DEPTH_MESSAGE, event, stack)
+        stack[-1].reach = max(stack[-1].reach, reach)
+    return anchors[anchor], size
+
+
+def _collection_node(event: Any, is_list: bool) -> yaml.CollectionNode:
+    """A list's or mapping's node, still empty (its end mark is set when it ends); the default tag
+    if none."""
+    tag = event.tag
+    if is_list:
+        if tag is None or tag == "!":
+            tag = _SEQ
+        return yaml.SequenceNode(tag, [], event.start_mark, None, flow_style=event.flow_style)
+    if tag is None or tag == "!":
+        tag = _MAP
+    return yaml.MappingNode(tag, [], event.start_mark, None, flow_style=event.flow_style)
 
 
 def _single_document(loader: _Loader) -> None:
@@ -349,17 +366,46 @@ class _Unusual(Exception):
 
 
 class _Frame:
-    """A mapping or list being filled by _load_plain."""
+    """A mapping or list being filled by _load_plain, put in its parent's container as it opens
+    (the parent None: the document's root), its line recorded in `lines` if given. An anchor, a
+    tag, nesting beyond MAX_DEPTH or a mapping or list as a key raises _Unusual. (All in the one
+    call a frame costs anyway: _plain_document's loop runs once per event.)"""
 
     __slots__ = ("data", "key", "key_text", "part", "path", "seen")
 
-    def __init__(self, data: Any, path: str, part: str | int, seen: set[str] | None) -> None:
+    def __init__(
+        self, is_map: bool, parent: _Frame | None, depth: int, event: Any, lines: dict[str, int] | None
+    ) -> None:
+        tag = event.tag
+        if event.anchor is not None or depth >= MAX_DEPTH:
+            raise _Unusual
+        if not (tag is None or tag == "!" or tag == (_MAP if is_map else _SEQ)):
+            raise _Unusual
+        data: Any = {} if is_map else []
         self.data = data
-        self.path = path
-        self.part = part  # the last part of its path: its key or its index
-        self.seen = seen  # a mapping's key texts so far; None for a list
+        # A mapping's key texts so far; None for a list.
+        self.seen: set[str] | None = set() if is_map else None
         self.key: Any = None  # a mapping's key waiting for its value...
         self.key_text: str | None = None  # ... and its text (None: no key waiting)
+        path: str
+        part: str | int
+        if parent is None:
+            path = part = ""  # the root has none
+        elif parent.seen is None:
+            part = len(parent.data)
+            path = f"{parent.path}[{part}]"
+            if lines is not None:
+                lines.setdefault(path, event.start_mark.line + 1)
+            parent.data.append(data)
+        elif parent.key_text is None:
+            raise _Unusual  # a mapping or list as a key
+        else:
+            part = parent.key_text
+            path = f"{parent.path}.{part}" if parent.path else part
+            parent.data[parent.key] = data
+            parent.key_text = None
+        self.path: str = path
+        self.part: str | int = part  # the last part of its path: its key or its index
 
 
 def _load_plain(loader: _Loader, record: bool) -> tuple[Any, dict[str, int], list[tuple[str, int]]]:
@@ -372,104 +418,14 @@ def _load_plain(loader: _Loader, record: bool) -> tuple[Any, dict[str, int], lis
     limit) raises _Unusual, and the standard way decides: the same result, the same errors.
     """
     get_event = loader.get_event
-    resolve = loader.resolve
-    constructors = loader.yaml_constructors
-    # Locals: this loop runs once per event, hundreds of thousands of times.
-    scalar, mapping_start, sequence_start = yaml.ScalarEvent, yaml.MappingStartEvent, yaml.SequenceStartEvent
-    str_tag, int_tag, null_tag, limit = _STR, _INT, _NULL, MAX_NODES
     lines: dict[str, int] = {}
     dups: list[tuple[str, int]] = []
-    plain_tags: dict[str, str] = {}  # resolve() of each plain scalar value seen
-    stack: list[_Frame] = []
-    top: _Frame | None = None  # stack[-1]
-    count = 0
-    data: Any = None
     try:
         get_event()  # StreamStartEvent
         event: Any = get_event()
         if type(event) is yaml.StreamEndEvent:
             return None, lines, dups
-        while True:
-            event = get_event()
-            kind = type(event)
-            if kind is scalar:
-                count += 1
-                if count > limit:
-                    raise _plain_refusal(stack, event)
-                if event.anchor is not None:
-                    raise _Unusual
-                tag, raw = event.tag, event.value
-                if tag is None or tag == "!":
-                    if event.implicit[0]:
-                        tag = plain_tags.get(raw)
-                        if tag is None:
-                            tag = plain_tags[raw] = resolve(yaml.ScalarNode, raw, event.implicit)
-                    else:
-                        tag = str_tag
-                if tag == str_tag:
-                    value = raw
-                elif tag == int_tag and raw.isascii() and raw.isdigit() and (raw[0] != "0" or raw == "0"):
-                    value = int(raw)  # what construct_yaml_int gives a plain decimal
-                elif tag == null_tag:
-                    value = None
-                elif tag in _PLAIN_SCALARS or tag == _VAULT_TAG:
-                    node = yaml.ScalarNode(tag, raw, event.start_mark, event.end_mark, style=event.style)
-                    value = constructors[tag](loader, node)
-                else:
-                    raise _Unusual
-                if top is None:
-                    data = value
-                elif top.seen is None:
-                    if record:
-                        lines.setdefault(f"{top.path}[{len(top.data)}]", event.start_mark.line + 1)
-                    top.data.append(value)
-                elif top.key_text is None:
-                    if raw in top.seen:
-                        dups.append((f"{top.path}.{raw}" if top.path else raw, event.start_mark.line + 1))
-                    top.seen.add(raw)
-                    if record:
-                        lines.setdefault(f"{top.path}.{raw}" if top.path else raw, event.start_mark.line + 1)
-                    top.key, top.key_text = value, raw
-                else:
-                    top.data[top.key] = value
-                    top.key_text = None
-            elif kind is mapping_start or kind is sequence_start:
-                count += 1
-                if count > limit:
-                    raise _plain_refusal(stack, event)
-                is_map = kind is mapping_start
-                tag = event.tag
-                if event.anchor is not None or len(stack) >= MAX_DEPTH:
-                    raise _Unusual
-                if not (tag is None or tag == "!" or tag == (_MAP if is_map else _SEQ)):
-                    raise _Unusual
-                container: Any = {} if is_map else []
-                path = ""
-                part: str | int = ""  # the root has none
-                if top is None:
-                    data = container
-                elif top.seen is None:
-                    part = len(top.data)
-                    path = f"{top.path}[{part}]"
-                    if record:
-                        lines.setdefault(path, event.start_mark.line + 1)
-                    top.data.append(container)
-                elif top.key_text is None:
-                    raise _Unusual  # a mapping or list as a key
-                else:
-                    part = top.key_text
-                    path = f"{top.path}.{part}" if top.path else part
-                    top.data[top.key] = container
-                    top.key_text = None
-                top = _Frame(container, path, part, set() if is_map else None)
-                stack.append(top)
-            elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
-                stack.pop()
-                top = stack[-1] if stack else None
-            elif kind is yaml.DocumentEndEvent:
-                break
-            else:  # an alias
-                raise _Unusual
+        data = _plain_document(loader, record, lines, dups)
         if type(get_event()) is not yaml.StreamEndEvent:
             raise _Unusual
     except _Refused:
@@ -477,6 +433,81 @@ def _load_plain(loader: _Loader, record: bool) -> tuple[Any, dict[str, int], lis
     except Exception as exc:  # an error of the document, or _Unusual: the standard way words it
         raise _Unusual from exc
     return data, lines, dups
+
+
+def _plain_document(loader: _Loader, record: bool, lines: dict[str, int], dups: list[tuple[str, int]]) -> Any:
+    """The data of the document just started, read up to its end, for _load_plain."""
+    get_event = loader.get_event
+    resolve = loader.resolve
+    constructors = loader.yaml_constructors
+    # Locals: this loop runs once per event, hundreds of thousands of times.
+    scalar, mapping_start, sequence_start = yaml.ScalarEvent, yaml.MappingStartEvent, yaml.SequenceStartEvent
+    str_tag, int_tag, null_tag, limit = _STR, _INT, _NULL, MAX_NODES
+    plain_tags: dict[str, str] = {}  # resolve() of each plain scalar value seen
+    stack: list[_Frame] = []
+    top: _Frame | None = None  # stack[-1]
+    count = 0
+    data: Any = None
+    frame_lines = lines if record else None
+    while True:
+        event: Any = get_event()
+        kind = type(event)
+        if kind is scalar:
+            count += 1
+            if count > limit:
+                raise _plain_refusal(stack, event)
+            if event.anchor is not None:
+                raise _Unusual
+            tag, raw = event.tag, event.value
+            if tag is None or tag == "!":
+                if event.implicit[0]:
+                    tag = plain_tags.get(raw)
+                    if tag is None:
+                        tag = plain_tags[raw] = resolve(yaml.ScalarNode, raw, event.implicit)
+                else:
+                    tag = str_tag
+            if tag == str_tag:
+                value = raw
+            elif tag == int_tag and raw.isascii() and raw.isdigit() and (raw[0] != "0" or raw == "0"):
+                value = int(raw)  # what construct_yaml_int gives a plain decimal
+            elif tag == null_tag:
+                value = None
+            elif tag in _PLAIN_SCALARS or tag == _VAULT_TAG:
+                node = yaml.ScalarNode(tag, raw, event.start_mark, event.end_mark, style=event.style)
+                value = constructors[tag](loader, node)
+            else:
+                raise _Unusual
+            if top is None:
+                data = value
+            elif top.seen is None:
+                if record:
+                    lines.setdefault(f"{top.path}[{len(top.data)}]", event.start_mark.line + 1)
+                top.data.append(value)
+            elif top.key_text is None:
+                if raw in top.seen:
+                    dups.append((f"{top.path}.{raw}" if top.path else raw, event.start_mark.line + 1))
+                top.seen.add(raw)
+                if record:
+                    lines.setdefault(f"{top.path}.{raw}" if top.path else raw, event.start_mark.line + 1)
+                top.key, top.key_text = value, raw
+            else:
+                top.data[top.key] = value
+                top.key_text = None
+        elif kind is mapping_start or kind is sequence_start:
+            count += 1
+            if count > limit:
+                raise _plain_refusal(stack, event)
+            top = _Frame(kind is mapping_start, top, len(stack), event, frame_lines)
+            if not stack:
+                data = top.data
+            stack.append(top)
+        elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
+            stack.pop()
+            top = stack[-1] if stack else None
+        elif kind is yaml.DocumentEndEvent:
+            return data
+        else:  # an alias
+            raise _Unusual
 
 
 def _plain_refusal(stack: list[_Frame], event: Any) -> _Refused:

@@ -83,114 +83,158 @@ def batches(hosts: list[str], size: int) -> list[list[str]]:
     return [hosts[i : i + size] for i in range(0, len(hosts), size)]
 
 
+class _Upgrading:
+    """What the steps of an upgrade to `after` name: the release, the hosts by role, the settings.
+    (Not a dataclass: generating its methods costs about a millisecond at import.)"""
+
+    def __init__(self, new: Cluster, before: SlurmVersion, after: SlurmVersion) -> None:
+        slurm = new.spec.slurm
+        settings = slurm.upgrade
+        controllers = list(slurm.controller)
+        self.target = after.release
+        self.backup = f"{settings.backup_dir}/{before}-to-{after}"  # this upgrade's backups
+        self.backup_dir = settings.backup_dir
+        self.state_dir = slurm.state_dir
+        self.batch_size = settings.batch_size
+        self.sackd = new.release.sackd  # the new release's clients run sackd
+        self.primary, self.backups = controllers[0], controllers[1:]
+        self.dbd = [slurm.accounting.host] if slurm.accounting else []
+        self.compute = new.hosts_owned_by(Owner.SLURM)
+        self.login = [h for h in slurm.login if h not in controllers]
+        self.every = list(dict.fromkeys([*controllers, *self.dbd, *self.compute, *self.login]))
+
+
 def upgrade_of(old: Cluster, new: Cluster) -> Upgrade | None:
     """The steps from the old inventory's version to the new one's (None: no upgrade, or refused)."""
     found = versions(old, new)
     if found is None or upgrade_refusal(*found) is not None:
         return None
     before, after = found
-    slurm = new.spec.slurm
-    settings = slurm.upgrade
-    backup = f"{settings.backup_dir}/{before}-to-{after}"
-    controllers = list(slurm.controller)
-    primary, backups = controllers[0], controllers[1:]
-    dbd = [slurm.accounting.host] if slurm.accounting else []
-    compute = new.hosts_owned_by(Owner.SLURM)
-    login = [h for h in slurm.login if h not in controllers]
-    every = list(dict.fromkeys([*controllers, *dbd, *compute, *login]))
-    target = after.release
+    up = _Upgrading(new, before, after)
     steps = [
+        *_first_steps(up),
+        *_accounting_steps(up),
+        *_controller_steps(up),
+        *_slurmd_steps(up),
+        *_last_steps(up),
+    ]
+    return Upgrade(before, after, up.backup, tuple(steps))
+
+
+def _first_steps(up: _Upgrading) -> list[UpgradeStep]:
+    """The trial of the new release's files, then the checks of every host before any change."""
+    return [
         UpgradeStep(
             "prove",
             (),
-            f"`gpucluster trial` of the new inventory starts Slurm {target}'s real daemons on the files rendered "
+            f"`gpucluster trial` of the new inventory starts Slurm {up.target}'s real daemons on the files rendered "
             "for it (on the Ansible controller, before any host changes)",
             "the trial to pass; no host is touched otherwise",
             "upgrade:prove",
         ),
         UpgradeStep(
             "pre-checks",
-            tuple(every),
-            f"the package sources of every host offer {target}; slurmctld answers (`scontrol ping`)"
-            + (", slurmdbd answers (`sacctmgr show cluster`)" if dbd else "")
+            tuple(up.every),
+            f"the package sources of every host offer {up.target}; slurmctld answers (`scontrol ping`)"
+            + (", slurmdbd answers (`sacctmgr show cluster`)" if up.dbd else "")
             + "; every node responds (a node DOWN or NOT_RESPONDING with a job would lose it); "
-            f"free space in {settings.backup_dir} for the database dump and the state copy",
+            f"free space in {up.backup_dir} for the database dump and the state copy",
             "every check to pass; nothing is changed before",
             "upgrade:pre-checks",
         ),
     ]
-    if dbd:
-        steps += [
-            UpgradeStep(
-                "backup",
-                tuple(dbd),
-                f"mysqldump --single-transaction of the accounting database into {backup} (mode 0700; "
-                "the dump is never printed)",
-                "the dump to be complete",
-                "upgrade:backup",
-            ),
-            UpgradeStep(
-                "slurmdbd",
-                tuple(dbd),
-                f"stop slurmdbd (slurmctld keeps the records it cannot send, up to MaxDBDMsgs), upgrade its "
-                f"packages with apt to {target}, start it: it converts the database",
-                "the conversion, with no time limit (its log is polled and shown), then `sacctmgr show "
-                f"cluster` answering from {target}",
-                "upgrade:slurmdbd",
-            ),
-        ]
-    for host in reversed(backups):
-        steps.append(
-            UpgradeStep(
-                "slurmctld (backup)",
-                (host,),
-                f"stop the backup slurmctld and upgrade its packages to {target} (not started: it must not "
-                "take over from the old primary)",
-                "the packages installed; the primary keeps answering meanwhile",
-                "upgrade:slurmctld-backups",
-            )
+
+
+def _accounting_steps(up: _Upgrading) -> list[UpgradeStep]:
+    """slurmdbd first (it converts the accounting database), after a dump of that database."""
+    if not up.dbd:
+        return []
+    return [
+        UpgradeStep(
+            "backup",
+            tuple(up.dbd),
+            f"mysqldump --single-transaction of the accounting database into {up.backup} (mode 0700; "
+            "the dump is never printed)",
+            "the dump to be complete",
+            "upgrade:backup",
+        ),
+        UpgradeStep(
+            "slurmdbd",
+            tuple(up.dbd),
+            f"stop slurmdbd (slurmctld keeps the records it cannot send, up to MaxDBDMsgs), upgrade its "
+            f"packages with apt to {up.target}, start it: it converts the database",
+            "the conversion, with no time limit (its log is polled and shown), then `sacctmgr show "
+            f"cluster` answering from {up.target}",
+            "upgrade:slurmdbd",
+        ),
+    ]
+
+
+def _controller_steps(up: _Upgrading) -> list[UpgradeStep]:
+    """The backup controllers' packages (not started), the primary (it converts its state), then
+    the backups started."""
+    steps = [
+        UpgradeStep(
+            "slurmctld (backup)",
+            (host,),
+            f"stop the backup slurmctld and upgrade its packages to {up.target} (not started: it must not "
+            "take over from the old primary)",
+            "the packages installed; the primary keeps answering meanwhile",
+            "upgrade:slurmctld-backups",
         )
+        for host in reversed(up.backups)
+    ]
     steps.append(
         UpgradeStep(
             "slurmctld (primary)",
-            (primary,),
-            f"stop slurmctld, copy StateSaveLocation ({slurm.state_dir}) into {backup}, upgrade to {target} "
+            (up.primary,),
+            f"stop slurmctld, copy StateSaveLocation ({up.state_dir}) into {up.backup}, upgrade to {up.target} "
             "with the new files, start it: it converts its state (commands and submissions wait meanwhile; "
             "running jobs go on)",
-            f"slurmctld answering as {target} and holding every job it held before",
+            f"slurmctld answering as {up.target} and holding every job it held before",
             "upgrade:slurmctld",
         )
     )
-    if backups:
+    if up.backups:
         steps.append(
             UpgradeStep(
                 "slurmctld (backups started)",
-                tuple(backups),
-                f"start the upgraded backup slurmctld ({target})",
+                tuple(up.backups),
+                f"start the upgraded backup slurmctld ({up.target})",
                 "`scontrol ping` to list every controller UP",
                 "upgrade:slurmctld-backups-started",
             )
         )
-    groups = batches(compute, settings.batch_size)
-    for number, batch in enumerate(groups, 1):
-        steps.append(
-            UpgradeStep(
-                f"slurmd batch {number}/{len(groups)}",
-                tuple(batch),
-                "drain the nodes (no new job starts while their packages change), let the jobs ending there "
-                f"end, upgrade the packages to {target} while slurmd runs, install the new files, restart "
-                "slurmd (running jobs go on: slurmstepd is not restarted), resume the nodes this step drained",
-                f"every node of the batch registered with {target} and responding (within SlurmdTimeout, "
-                "past which slurmctld would set it DOWN)",
-                "upgrade:slurmd",
-            )
+    return steps
+
+
+def _slurmd_steps(up: _Upgrading) -> list[UpgradeStep]:
+    """Every slurmd, a batch of nodes at a time (slurm.upgrade.batch_size)."""
+    groups = batches(up.compute, up.batch_size)
+    return [
+        UpgradeStep(
+            f"slurmd batch {number}/{len(groups)}",
+            tuple(batch),
+            "drain the nodes (no new job starts while their packages change), let the jobs ending there "
+            f"end, upgrade the packages to {up.target} while slurmd runs, install the new files, restart "
+            "slurmd (running jobs go on: slurmstepd is not restarted), resume the nodes this step drained",
+            f"every node of the batch registered with {up.target} and responding (within SlurmdTimeout, "
+            "past which slurmctld would set it DOWN)",
+            "upgrade:slurmd",
         )
-    if login:
+        for number, batch in enumerate(groups, 1)
+    ]
+
+
+def _last_steps(up: _Upgrading) -> list[UpgradeStep]:
+    """The clients on the login hosts, then the check of every host."""
+    steps = []
+    if up.login:
         steps.append(
             UpgradeStep(
                 "login and clients",
-                tuple(login),
-                f"upgrade the client commands{' and sackd' if new.release.sackd else ''} to {target} with the new files",
+                tuple(up.login),
+                f"upgrade the client commands{' and sackd' if up.sackd else ''} to {up.target} with the new files",
                 "`sinfo` answering there",
                 "upgrade:login",
             )
@@ -198,11 +242,11 @@ def upgrade_of(old: Cluster, new: Cluster) -> Upgrade | None:
     steps.append(
         UpgradeStep(
             "verify",
-            tuple(every),
-            f"every host's Slurm packages are {target}; every daemon reports {target}; the running jobs are "
-            "still running",
+            tuple(up.every),
+            f"every host's Slurm packages are {up.target}; every daemon reports {up.target}; the running jobs "
+            "are still running",
             "`gpucluster verify` of the new inventory to pass",
             "upgrade:verify",
         )
     )
-    return Upgrade(before, after, backup, tuple(steps))
+    return steps

@@ -11,6 +11,7 @@ collector's `scontrol ping`, on every release."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,162 +38,12 @@ class Rule:
     value: str = "1"  # the expression's value in the test, for the summary expected
 
 
-def alert_rules(cluster: Cluster, monitoring: MonitoringSpec) -> list[Rule]:
-    in_control = "gpucluster_slurm_controller_in_control"
-    # Where Slurm has controllers, their collectors' silence counts too (every controller down).
-    silent = f" or absent({in_control})" if controllers(cluster) else ""
-    rules = [
-        Rule(
-            "SlurmNodeDrained",
-            'max by (slurm_node, state, reason) (gpucluster_slurm_node_state{state=~".*drain.*"}) > 0',
-            "{{ $labels.slurm_node }} is {{ $labels.state }}: {{ $labels.reason }}",
-            "sinfo -R names who drained it and why; fix the cause, then `scontrol update "
-            "nodename=NODE state=resume`.",
-            series=(
-                (
-                    'gpucluster_slurm_node_state{slurm_node="gpu01",state="drained",reason="maintenance"}',
-                    "1x10",
-                ),
-            ),
-            expect={"slurm_node": "gpu01", "state": "drained", "reason": "maintenance"},
-        ),
-        Rule(
-            "SlurmNodeDown",
-            'max by (slurm_node, state, reason) (gpucluster_slurm_node_state{state=~".*(down|fail|[*]).*"}) > 0',
-            "{{ $labels.slurm_node }} is {{ $labels.state }}: {{ $labels.reason }}",
-            "Is slurmd running on the node (systemctl status slurmd) and can it reach slurmctld? "
-            "After a reboot Slurm keeps it down until `scontrol update state=resume`.",
-            severity="critical",
-            series=(
-                (
-                    'gpucluster_slurm_node_state{slurm_node="gpu02",state="down",reason="Not responding"}',
-                    "1x10",
-                ),
-            ),
-            expect={"slurm_node": "gpu02", "state": "down", "reason": "Not responding"},
-        ),
-        Rule(
-            "HealthCheckDrainedNode",
-            f'max by (slurm_node, reason) (gpucluster_slurm_node_state{{state=~".*drain.*", reason=~"{_re(HEALTH_PREFIX)}.*"}}) > 0',
-            "The health check drained {{ $labels.slurm_node }}: {{ $labels.reason }}",
-            "The node failed a hardware check (GPU count, devices, fabric): replace or repair it; "
-            "the health check resumes it by itself once every check passes.",
-            wait=False,
-            series=(
-                (
-                    'gpucluster_slurm_node_state{slurm_node="gpu03",state="drained",reason="[health] gpu count: 7 of 8"}',
-                    "1x10",
-                ),
-            ),
-            expect={"slurm_node": "gpu03", "reason": "[health] gpu count: 7 of 8"},
-        ),
-        gpus_idle_while_jobs_pend(cluster),
-        Rule(
-            "GpuXidError",
-            "max by (Hostname, gpu, host) (DCGM_FI_DEV_XID_ERRORS) > 0",
-            "GPU {{ $labels.gpu }} of {{ $labels.host }} reported XID {{ $value }}",
-            "Look the XID up in NVIDIA's XID catalogue; 48/63/64/74/79/94/95 mean drain the node and "
-            "reset or replace the GPU.",
-            severity="critical",
-            wait=False,
-            series=(('DCGM_FI_DEV_XID_ERRORS{Hostname="gpu01",gpu="3",host="gpu01"}', "79x10"),),
-            expect={"Hostname": "gpu01", "gpu": "3", "host": "gpu01"},
-            value="79",
-        ),
-        Rule(
-            "GpuEccError",
-            "max by (Hostname, gpu, host) (increase(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL[10m])) > 0",
-            "GPU {{ $labels.gpu }} of {{ $labels.host }} had double-bit ECC errors",
-            "Double-bit errors kill the job using the GPU: drain the node, check retired/remapped rows "
-            "(nvidia-smi -q -d ROW_REMAPPER) and reset or replace the GPU.",
-            severity="critical",
-            wait=False,
-            series=(
-                (
-                    'DCGM_FI_DEV_ECC_DBE_VOL_TOTAL{Hostname="gpu02",gpu="0",host="gpu02"}',
-                    "0 0 1 2 2 2 2 2 2 2",
-                ),
-            ),
-            expect={"Hostname": "gpu02", "gpu": "0", "host": "gpu02"},
-        ),
-        Rule(
-            "SlurmControllerFailover",
-            f'max by (slurm_controller) ({in_control}{{controller_role!="primary"}}) > 0',
-            "Backup controller {{ $labels.slurm_controller }} is in control",
-            "The primary slurmctld stopped answering: restart it and run `scontrol takeover` from "
-            "it once it answers; check StateSaveLocation's filesystem.",
-            severity="critical",
-            wait=False,
-            series=(
-                # As Prometheus stores it: with the node-exporter target's labels.
-                (
-                    f'{in_control}{{slurm_controller="ctl02",controller_role="backup1",host="ctl02",role="controller"}}',
-                    "1x10",
-                ),
-            ),
-            expect={"slurm_controller": "ctl02"},
-        ),
-        Rule(
-            "SlurmctldUnreachable",
-            f"max({in_control}) < 1{silent}",
-            "No slurmctld answers scontrol ping on the controllers",
-            "Every controller's slurmctld is down or unreachable (or no controller's node-exporter "
-            "answers): systemctl status slurmctld and its log on each controller; nothing is scheduled "
-            "meanwhile.",
-            severity="critical",
-            series=(
-                (f'{in_control}{{slurm_controller="ctl01",controller_role="primary",host="ctl01"}}', "0x10"),
-            ),
-            expect={},
-            value="0",
-        ),
-        Rule(
-            "SlurmdbdUnreachable",
-            "max by (host) (gpucluster_slurmdbd_up) < 1",
-            "slurmctld's host {{ $labels.host }} cannot reach slurmdbd",
-            "systemctl status slurmdbd mariadb on the accounting host; slurmctld queues accounting "
-            "records meanwhile (MaxDBDMsgs) and drops them when that fills up.",
-            severity="critical",
-            series=(('gpucluster_slurmdbd_up{host="ctl01"}', "0x10"),),
-            expect={"host": "ctl01"},
-            value="0",
-        ),
-        Rule(
-            "SlurmrestdUnreachable",
-            "max by (host) (gpucluster_slurmrestd_up) < 1",
-            "slurmrestd does not answer (seen from {{ $labels.host }})",
-            "systemctl status slurmrestd on the REST API host; clients and Slurm on Kubernetes "
-            "operators lose the API meanwhile.",
-            series=(('gpucluster_slurmrestd_up{host="ctl01"}', "0x10"),),
-            expect={"host": "ctl01"},
-            value="0",
-        ),
-        Rule(
-            "NodeOwnerDisagrees",
-            'max by (slurm_node) (gpucluster_slurm_node_state{state!~".*(drain|down).*"} * on (slurm_node) '
-            'group_left () max by (slurm_node) (label_replace(up{job="node", owner="kubernetes"}, "slurm_node", '
-            '"$1", "host", "(.*)") >= 0)) > 0',
-            "Slurm schedules on {{ $labels.slurm_node }}, which the inventory gives to Kubernetes",
-            "gpucluster plan INVENTORY shows the move; apply it (the playbook drains the node in Slurm "
-            "before Kubernetes takes it).",
-            series=(
-                ('gpucluster_slurm_node_state{slurm_node="gpu04",state="idle",reason=""}', "1x10"),
-                ('up{job="node",host="gpu04",owner="kubernetes"}', "1x10"),
-            ),
-            expect={"slurm_node": "gpu04"},
-        ),
-        Rule(
-            "NodeExporterMissing",
-            'up{job="node"} < 1',
-            "node-exporter of {{ $labels.host }} does not answer",
-            "systemctl status prometheus-node-exporter on the host; if the host is down, its Slurm "
-            "alerts say so too.",
-            series=(('up{job="node",host="gpu01",instance="gpu01:9100"}', "0x10"),),
-            expect={"job": "node", "host": "gpu01", "instance": "gpu01:9100"},
-            value="0",
-        ),
-    ]
-    return rules
+_IN_CONTROL = collector.CONTROLLER_IN_CONTROL
+
+
+def _re(text: str) -> str:
+    """A literal inside a PromQL regex in a double-quoted string."""
+    return "".join("\\\\" + c if c in "[]().*+?" else c for c in text)
 
 
 def gpus_idle_while_jobs_pend(cluster: Cluster) -> Rule:
@@ -241,9 +92,169 @@ def gpus_idle_while_jobs_pend(cluster: Cluster) -> Rule:
     )
 
 
-def _re(text: str) -> str:
-    """A literal inside a PromQL regex in a double-quoted string."""
-    return "".join("\\\\" + c if c in "[]().*+?" else c for c in text)
+def slurmctld_unreachable(cluster: Cluster) -> Rule:
+    """Where Slurm has controllers, their collectors' silence counts too (every controller down)."""
+    silent = f" or absent({_IN_CONTROL})" if controllers(cluster) else ""
+    return Rule(
+        "SlurmctldUnreachable",
+        f"max({_IN_CONTROL}) < 1{silent}",
+        "No slurmctld answers scontrol ping on the controllers",
+        "Every controller's slurmctld is down or unreachable (or no controller's node-exporter "
+        "answers): systemctl status slurmctld and its log on each controller; nothing is scheduled "
+        "meanwhile.",
+        severity="critical",
+        series=(
+            (f'{_IN_CONTROL}{{slurm_controller="ctl01",controller_role="primary",host="ctl01"}}', "0x10"),
+        ),
+        expect={},
+        value="0",
+    )
+
+
+# The alert rules, in the order written; a function of the cluster stands for a rule that depends on it.
+ALERT_RULES: tuple[Rule | Callable[[Cluster], Rule], ...] = (
+    Rule(
+        "SlurmNodeDrained",
+        'max by (slurm_node, state, reason) (gpucluster_slurm_node_state{state=~".*drain.*"}) > 0',
+        "{{ $labels.slurm_node }} is {{ $labels.state }}: {{ $labels.reason }}",
+        "sinfo -R names who drained it and why; fix the cause, then `scontrol update "
+        "nodename=NODE state=resume`.",
+        series=(
+            (
+                'gpucluster_slurm_node_state{slurm_node="gpu01",state="drained",reason="maintenance"}',
+                "1x10",
+            ),
+        ),
+        expect={"slurm_node": "gpu01", "state": "drained", "reason": "maintenance"},
+    ),
+    Rule(
+        "SlurmNodeDown",
+        'max by (slurm_node, state, reason) (gpucluster_slurm_node_state{state=~".*(down|fail|[*]).*"}) > 0',
+        "{{ $labels.slurm_node }} is {{ $labels.state }}: {{ $labels.reason }}",
+        "Is slurmd running on the node (systemctl status slurmd) and can it reach slurmctld? "
+        "After a reboot Slurm keeps it down until `scontrol update state=resume`.",
+        severity="critical",
+        series=(
+            (
+                'gpucluster_slurm_node_state{slurm_node="gpu02",state="down",reason="Not responding"}',
+                "1x10",
+            ),
+        ),
+        expect={"slurm_node": "gpu02", "state": "down", "reason": "Not responding"},
+    ),
+    Rule(
+        "HealthCheckDrainedNode",
+        f'max by (slurm_node, reason) (gpucluster_slurm_node_state{{state=~".*drain.*", reason=~"{_re(HEALTH_PREFIX)}.*"}}) > 0',
+        "The health check drained {{ $labels.slurm_node }}: {{ $labels.reason }}",
+        "The node failed a hardware check (GPU count, devices, fabric): replace or repair it; "
+        "the health check resumes it by itself once every check passes.",
+        wait=False,
+        series=(
+            (
+                'gpucluster_slurm_node_state{slurm_node="gpu03",state="drained",reason="[health] gpu count: 7 of 8"}',
+                "1x10",
+            ),
+        ),
+        expect={"slurm_node": "gpu03", "reason": "[health] gpu count: 7 of 8"},
+    ),
+    gpus_idle_while_jobs_pend,
+    Rule(
+        "GpuXidError",
+        "max by (Hostname, gpu, host) (DCGM_FI_DEV_XID_ERRORS) > 0",
+        "GPU {{ $labels.gpu }} of {{ $labels.host }} reported XID {{ $value }}",
+        "Look the XID up in NVIDIA's XID catalogue; 48/63/64/74/79/94/95 mean drain the node and "
+        "reset or replace the GPU.",
+        severity="critical",
+        wait=False,
+        series=(('DCGM_FI_DEV_XID_ERRORS{Hostname="gpu01",gpu="3",host="gpu01"}', "79x10"),),
+        expect={"Hostname": "gpu01", "gpu": "3", "host": "gpu01"},
+        value="79",
+    ),
+    Rule(
+        "GpuEccError",
+        "max by (Hostname, gpu, host) (increase(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL[10m])) > 0",
+        "GPU {{ $labels.gpu }} of {{ $labels.host }} had double-bit ECC errors",
+        "Double-bit errors kill the job using the GPU: drain the node, check retired/remapped rows "
+        "(nvidia-smi -q -d ROW_REMAPPER) and reset or replace the GPU.",
+        severity="critical",
+        wait=False,
+        series=(
+            (
+                'DCGM_FI_DEV_ECC_DBE_VOL_TOTAL{Hostname="gpu02",gpu="0",host="gpu02"}',
+                "0 0 1 2 2 2 2 2 2 2",
+            ),
+        ),
+        expect={"Hostname": "gpu02", "gpu": "0", "host": "gpu02"},
+    ),
+    Rule(
+        "SlurmControllerFailover",
+        f'max by (slurm_controller) ({_IN_CONTROL}{{controller_role!="primary"}}) > 0',
+        "Backup controller {{ $labels.slurm_controller }} is in control",
+        "The primary slurmctld stopped answering: restart it and run `scontrol takeover` from "
+        "it once it answers; check StateSaveLocation's filesystem.",
+        severity="critical",
+        wait=False,
+        series=(
+            # As Prometheus stores it: with the node-exporter target's labels.
+            (
+                f'{_IN_CONTROL}{{slurm_controller="ctl02",controller_role="backup1",host="ctl02",role="controller"}}',
+                "1x10",
+            ),
+        ),
+        expect={"slurm_controller": "ctl02"},
+    ),
+    slurmctld_unreachable,
+    Rule(
+        "SlurmdbdUnreachable",
+        "max by (host) (gpucluster_slurmdbd_up) < 1",
+        "slurmctld's host {{ $labels.host }} cannot reach slurmdbd",
+        "systemctl status slurmdbd mariadb on the accounting host; slurmctld queues accounting "
+        "records meanwhile (MaxDBDMsgs) and drops them when that fills up.",
+        severity="critical",
+        series=(('gpucluster_slurmdbd_up{host="ctl01"}', "0x10"),),
+        expect={"host": "ctl01"},
+        value="0",
+    ),
+    Rule(
+        "SlurmrestdUnreachable",
+        "max by (host) (gpucluster_slurmrestd_up) < 1",
+        "slurmrestd does not answer (seen from {{ $labels.host }})",
+        "systemctl status slurmrestd on the REST API host; clients and Slurm on Kubernetes "
+        "operators lose the API meanwhile.",
+        series=(('gpucluster_slurmrestd_up{host="ctl01"}', "0x10"),),
+        expect={"host": "ctl01"},
+        value="0",
+    ),
+    Rule(
+        "NodeOwnerDisagrees",
+        'max by (slurm_node) (gpucluster_slurm_node_state{state!~".*(drain|down).*"} * on (slurm_node) '
+        'group_left () max by (slurm_node) (label_replace(up{job="node", owner="kubernetes"}, "slurm_node", '
+        '"$1", "host", "(.*)") >= 0)) > 0',
+        "Slurm schedules on {{ $labels.slurm_node }}, which the inventory gives to Kubernetes",
+        "gpucluster plan INVENTORY shows the move; apply it (the playbook drains the node in Slurm "
+        "before Kubernetes takes it).",
+        series=(
+            ('gpucluster_slurm_node_state{slurm_node="gpu04",state="idle",reason=""}', "1x10"),
+            ('up{job="node",host="gpu04",owner="kubernetes"}', "1x10"),
+        ),
+        expect={"slurm_node": "gpu04"},
+    ),
+    Rule(
+        "NodeExporterMissing",
+        'up{job="node"} < 1',
+        "node-exporter of {{ $labels.host }} does not answer",
+        "systemctl status prometheus-node-exporter on the host; if the host is down, its Slurm "
+        "alerts say so too.",
+        series=(('up{job="node",host="gpu01",instance="gpu01:9100"}', "0x10"),),
+        expect={"job": "node", "host": "gpu01", "instance": "gpu01:9100"},
+        value="0",
+    ),
+)
+
+
+def alert_rules(cluster: Cluster, monitoring: MonitoringSpec) -> list[Rule]:
+    """ALERT_RULES for this cluster: each function in it made into the cluster's rule."""
+    return [rule if isinstance(rule, Rule) else rule(cluster) for rule in ALERT_RULES]
 
 
 def rules_document(cluster: Cluster, monitoring: MonitoringSpec) -> dict[str, Any]:

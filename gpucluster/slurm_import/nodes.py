@@ -77,15 +77,42 @@ class NodeImport:
         if key in self.hardware_of:
             return self.hardware_of[key]
         options = dict(definition.options)
+        layout = self._cpu_layout(options)
+        memory = options.pop("RealMemory", None)
+        gres = options.pop("Gres", None)
+        feature = options.pop("Feature", None)
+        weight = options.pop("Weight", None)
+        state = options.pop("State", None)
+        gres_value: tuple[str | None, int] | None = None
+        if gres is not None:
+            gres_value = self.gres(gres)
+        features = self._features(feature) if feature is not None else ()
+        weight_value = self._weight(weight) if weight is not None else None
+        state_value = self._state(state) if state is not None else None
+        self._reserved_resources(options, layout)
+        extra = self._extra_settings(options)
+        if extra:
+            layout["extra"] = tuple(sorted(extra.items()))  # hashable, as all of the layout
+        result = Hardware(
+            tuple(sorted(layout.items(), key=lambda kv: kv[0])),
+            int(memory.value) if memory is not None else None,
+            features,
+            weight_value,
+            gres_value,
+            state_value,
+        )
+        if memory is not None:
+            self.place(memory, NATIVE, "cluster.node_types.<type>.memory_mb")
+        self.hardware_of[key] = result
+        return result
+
+    def _cpu_layout(self, options: dict[str, Setting]) -> dict[str, Any]:
+        """The node type's CPU settings from a NodeName line's CPUs, Boards, Sockets(PerBoard),
+        CoresPerSocket and ThreadsPerCore (taken out of `options`)."""
         layout: dict[str, Any] = {}
-        known = {k.lower(): k for k in NODE_KEYS[self.release]}
-
-        def take(name: str) -> Setting | None:
-            return options.pop(name, None)
-
-        cpus, boards = take("CPUs"), take("Boards")
-        per_board, total = take("SocketsPerBoard"), take("Sockets")
-        cores, threads = take("CoresPerSocket"), take("ThreadsPerCore")
+        cpus, boards = options.pop("CPUs", None), options.pop("Boards", None)
+        per_board, total = options.pop("SocketsPerBoard", None), options.pop("Sockets", None)
+        cores, threads = options.pop("CoresPerSocket", None), options.pop("ThreadsPerCore", None)
         board_count = int(boards.value) if boards else 1
         thread_count = int(threads.value) if threads else 1
         sockets: int | None = None
@@ -123,56 +150,59 @@ class NodeImport:
                 "cluster.node_types.<type>.sockets",
                 "sockets of all boards: Slurm schedules them alike",
             )
-        memory = take("RealMemory")
-        gres = take("Gres")
-        feature = take("Feature")
-        weight = take("Weight")
-        state = take("State")
-        gres_value: tuple[str | None, int] | None = None
-        if gres is not None:
-            gres_value = self.gres(gres)
-        features: tuple[str, ...] = ()
-        if feature is not None:
-            features = tuple(split_list(feature.value.strip('"')))
-            bad = [f for f in features if not _NAME.match(f)]
-            if bad:
-                self.refuse(
-                    feature, f"features {', '.join(bad)}: gpucluster's feature names start with a letter"
-                )
-            else:
-                self.place(feature, NATIVE, "cluster.node_types.<type>.features")
-        weight_value = None
-        if weight is not None:
-            weight_value = int(weight.value)
-            self.place(weight, NATIVE if weight_value != 1 else DEFAULT, "cluster.node_types.<type>.weight")
-            if weight_value == 1:
-                weight_value = None
-        state_value: str | None = None
-        if state is not None:
-            upper = state.value.upper()
-            if upper in ("CLOUD", "FUTURE"):
-                state_value = upper.lower()
-                self.place(state, NATIVE, "cluster.nodes[].state")
-            elif upper == "UNKNOWN":
-                self.place(state, DEFAULT, reason="what gpucluster writes")
-            else:
-                self.refuse(
-                    state,
-                    f"State={state.value}: node states are scontrol's; gpucluster writes UNKNOWN, CLOUD or FUTURE",
-                )
+        return layout
+
+    def _features(self, feature: Setting) -> tuple[str, ...]:
+        features = tuple(split_list(feature.value.strip('"')))
+        bad = [f for f in features if not _NAME.match(f)]
+        if bad:
+            self.refuse(feature, f"features {', '.join(bad)}: gpucluster's feature names start with a letter")
+        else:
+            self.place(feature, NATIVE, "cluster.node_types.<type>.features")
+        return features
+
+    def _weight(self, weight: Setting) -> int | None:
+        """The weight, None for Slurm's default (1)."""
+        value = int(weight.value)
+        self.place(weight, NATIVE if value != 1 else DEFAULT, "cluster.node_types.<type>.weight")
+        return None if value == 1 else value
+
+    def _state(self, state: Setting) -> str | None:
+        """`cloud` or `future`: the states the model carries (UNKNOWN is what gpucluster writes)."""
+        upper = state.value.upper()
+        if upper in ("CLOUD", "FUTURE"):
+            self.place(state, NATIVE, "cluster.nodes[].state")
+            return upper.lower()
+        if upper == "UNKNOWN":
+            self.place(state, DEFAULT, reason="what gpucluster writes")
+        else:
+            self.refuse(
+                state,
+                f"State={state.value}: node states are scontrol's; gpucluster writes UNKNOWN, CLOUD or FUTURE",
+            )
+        return None
+
+    def _reserved_resources(self, options: dict[str, Setting], layout: dict[str, Any]) -> None:
+        """TmpDisk and what is kept from jobs (MemSpecLimit, CoreSpecCount, CpuSpecList), taken out
+        of `options` into the node type's `layout`."""
         for name, path in (
             ("TmpDisk", "tmp_disk_mb"),
             ("MemSpecLimit", "mem_spec_limit_mb"),
             ("CoreSpecCount", "core_spec_count"),
         ):
-            setting = take(name)
+            setting = options.pop(name, None)
             if setting is not None:
                 layout[path] = int(setting.value)
                 self.place(setting, NATIVE, f"cluster.node_types.<type>.{path}")
-        spec_list = take("CpuSpecList")
+        spec_list = options.pop("CpuSpecList", None)
         if spec_list is not None:
             layout["cpu_spec_list"] = spec_list.value
             self.place(spec_list, NATIVE, "cluster.node_types.<type>.cpu_spec_list")
+
+    def _extra_settings(self, options: dict[str, Setting]) -> dict[str, Any]:
+        """The NodeName options the model has no key for -> their values (the node type's `extra`);
+        a per-host address refused, a Reason dropped."""
+        known = {k.lower(): k for k in NODE_KEYS[self.release]}
         extra: dict[str, Any] = {}
         for name, setting in options.items():
             if name in NODE_PER_HOST:
@@ -188,20 +218,7 @@ class NodeImport:
                 int(setting.value) if setting.value.isdigit() else setting.value
             )
             self.place(setting, EXTRA, f"cluster.node_types.<type>.extra.{name}")
-        if extra:
-            layout["extra"] = tuple(sorted(extra.items()))  # hashable, as all of the layout
-        result = Hardware(
-            tuple(sorted(layout.items(), key=lambda kv: kv[0])),
-            int(memory.value) if memory is not None else None,
-            features,
-            weight_value,
-            gres_value,
-            state_value,
-        )
-        if memory is not None:
-            self.place(memory, NATIVE, "cluster.node_types.<type>.memory_mb")
-        self.hardware_of[key] = result
-        return result
+        return extra
 
     def gres(self, setting: Setting) -> tuple[str | None, int] | None:
         found: list[tuple[str | None, int]] = []

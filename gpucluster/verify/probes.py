@@ -230,6 +230,36 @@ def srun(
     )
 
 
+Submitter = tuple[str | None, str | None]  # (user, account) a partition's jobs run as
+
+
+class _Partitions:
+    """The partitions of the view that verify's jobs may use (those with nodes), with who submits
+    to each (a string: why no one can). (Not a dataclass: generating its methods costs about a
+    millisecond at import.)"""
+
+    def __init__(self, view: Cluster, partitions: list[Partition]) -> None:
+        self.view = view
+        self.partitions = [p for p in partitions if view.partitions.get(p.name)]
+        self.submitters: dict[str, Submitter | str] = {
+            p.name: _tenant_submitter(view, p) for p in self.partitions
+        }
+
+    def home(self, members: list[str]) -> tuple[Partition, Submitter] | str:
+        """The first partition (default first) holding all of `members` that has a submitter."""
+        ordered = sorted(self.partitions, key=lambda p: not p.default)
+        holding = [p for p in ordered if set(members) <= set(self.view.partitions[p.name])]
+        if not holding:
+            return f"no partition holds all of {compress(members)}"
+        for p in holding:
+            who = self.submitters[p.name]
+            if not isinstance(who, str):
+                return p, who
+        reason = self.submitters[holding[0].name]
+        assert isinstance(reason, str)
+        return reason
+
+
 def make_plan(cluster: Cluster, job_name: str | None = None) -> Plan:
     """The plan for the bare-metal Slurm part of `cluster` (the other owners' hosts are not Slurm's)."""
     view = cluster.owned_by(Owner.SLURM)
@@ -241,84 +271,12 @@ def make_plan(cluster: Cluster, job_name: str | None = None) -> Plan:
     hosts = list(dict.fromkeys([*controllers, *dbd, *nodes]))
     with_config = list(dict.fromkeys([*controllers, *nodes]))
     gpu_nodes = [h for h in nodes if view.node_type(h).gpus]
-    partitions = [p for p in cluster.spec.partitions if view.partitions.get(p.name)]
-    submitters = {p.name: _tenant_submitter(view, p) for p in partitions}
+    usable = _Partitions(view, cluster.spec.partitions)
     skipped: list[Skip] = []
-
-    def home(members: list[str]) -> tuple[Partition, tuple[str | None, str | None]] | str:
-        """The first partition (default first) holding all of `members` that has a submitter."""
-        ordered = sorted(partitions, key=lambda p: not p.default)
-        holding = [p for p in ordered if set(members) <= set(view.partitions[p.name])]
-        if not holding:
-            return f"no partition holds all of {compress(members)}"
-        for p in holding:
-            who = submitters[p.name]
-            if not isinstance(who, str):
-                return p, who
-        reason = submitters[holding[0].name]
-        assert isinstance(reason, str)
-        return reason
-
-    coallocation: list[Job] = []
-    for p in partitions:
-        members = view.partitions[p.name]
-        who = submitters[p.name]
-        if isinstance(who, str):
-            skipped.append(Skip(COALLOCATION, p.name, who))
-            continue
-        argv = srun(
-            name, p.name, who, JOB_MINUTES,
-            f"--nodes={len(members)}", f"--nodelist={compress(members)}", "--ntasks-per-node=1",
-            "sh", "-c", COALLOCATION_SCRIPT,
-        )  # fmt: skip
-        coallocation.append(
-            Job(f"{COALLOCATION}/{p.name}", COALLOCATION, p.name, tuple(members), argv, _seconds(RUN_SECONDS))
-        )
-
-    topology: list[Job] = []
-    for switch in view.switches:
-        if not switch.nodes:
-            continue
-        members = sort_hosts(switch.nodes)
-        where = home(members)
-        if isinstance(where, str):
-            skipped.append(Skip(TOPOLOGY, switch.name, where))
-            continue
-        part, who = where
-        argv = srun(
-            name, part.name, who, JOB_MINUTES,
-            f"--nodes={len(members)}", f"--nodelist={compress(members)}", "--switches=1",
-            "--ntasks-per-node=1", "sh", "-c", TOPOLOGY_SCRIPT,
-        )  # fmt: skip
-        topology.append(
-            Job(
-                f"{TOPOLOGY}/{switch.name}",
-                TOPOLOGY,
-                switch.name,
-                tuple(members),
-                argv,
-                _seconds(RUN_SECONDS),
-            )
-        )
-
-    gpus: list[Job] = []
-    for node in gpu_nodes:
-        spec = view.node_type(node).gpus
-        assert spec is not None
-        where = home([node])
-        if isinstance(where, str):
-            skipped.append(Skip(GPUS, node, where))
-            continue
-        part, who = where
-        devices = expand(spec.devices) if spec.devices else None
-        argv = srun(
-            name, part.name, who, JOB_MINUTES,
-            "--nodes=1", f"--nodelist={node}", "--ntasks=1", f"--gres=gpu:{spec.count}",
-            "sh", "-c", gpu_script(devices),
-        )  # fmt: skip
-        gpus.append(Job(f"{GPUS}/{node}", GPUS, node, (node,), argv, _seconds(RUN_SECONDS)))
-
-    nccl = _nccl_job(view, name, partitions, submitters)
+    coallocation = _coallocation_jobs(usable, name, skipped)
+    topology = _topology_jobs(usable, name, skipped)
+    gpus = _gpu_jobs(usable, name, gpu_nodes, skipped)
+    nccl = _nccl_job(view, name, usable.partitions, usable.submitters)
     if isinstance(nccl, Skip):
         skipped.append(nccl)
     stages: list[tuple[Job, ...]] = [
@@ -343,6 +301,77 @@ def make_plan(cluster: Cluster, job_name: str | None = None) -> Plan:
         stages=tuple(stages),
         skipped=tuple(skipped),
     )
+
+
+def _coallocation_jobs(usable: _Partitions, name: str, skipped: list[Skip]) -> list[Job]:
+    """One job over every node of each partition (a partition no one may submit to: skipped)."""
+    jobs: list[Job] = []
+    for p in usable.partitions:
+        members = usable.view.partitions[p.name]
+        who = usable.submitters[p.name]
+        if isinstance(who, str):
+            skipped.append(Skip(COALLOCATION, p.name, who))
+            continue
+        argv = srun(
+            name, p.name, who, JOB_MINUTES,
+            f"--nodes={len(members)}", f"--nodelist={compress(members)}", "--ntasks-per-node=1",
+            "sh", "-c", COALLOCATION_SCRIPT,
+        )  # fmt: skip
+        jobs.append(
+            Job(f"{COALLOCATION}/{p.name}", COALLOCATION, p.name, tuple(members), argv, _seconds(RUN_SECONDS))
+        )
+    return jobs
+
+
+def _topology_jobs(usable: _Partitions, name: str, skipped: list[Skip]) -> list[Job]:
+    """One job over the nodes of each leaf switch, asking Slurm for one switch (--switches=1)."""
+    jobs: list[Job] = []
+    for switch in usable.view.switches:
+        if not switch.nodes:
+            continue
+        members = sort_hosts(switch.nodes)
+        where = usable.home(members)
+        if isinstance(where, str):
+            skipped.append(Skip(TOPOLOGY, switch.name, where))
+            continue
+        part, who = where
+        argv = srun(
+            name, part.name, who, JOB_MINUTES,
+            f"--nodes={len(members)}", f"--nodelist={compress(members)}", "--switches=1",
+            "--ntasks-per-node=1", "sh", "-c", TOPOLOGY_SCRIPT,
+        )  # fmt: skip
+        jobs.append(
+            Job(
+                f"{TOPOLOGY}/{switch.name}",
+                TOPOLOGY,
+                switch.name,
+                tuple(members),
+                argv,
+                _seconds(RUN_SECONDS),
+            )
+        )
+    return jobs
+
+
+def _gpu_jobs(usable: _Partitions, name: str, gpu_nodes: list[str], skipped: list[Skip]) -> list[Job]:
+    """One job per GPU node, given all its GPUs: the devices Slurm gave it and those it can open."""
+    jobs: list[Job] = []
+    for node in gpu_nodes:
+        spec = usable.view.node_type(node).gpus
+        assert spec is not None
+        where = usable.home([node])
+        if isinstance(where, str):
+            skipped.append(Skip(GPUS, node, where))
+            continue
+        part, who = where
+        devices = expand(spec.devices) if spec.devices else None
+        argv = srun(
+            name, part.name, who, JOB_MINUTES,
+            "--nodes=1", f"--nodelist={node}", "--ntasks=1", f"--gres=gpu:{spec.count}",
+            "sh", "-c", gpu_script(devices),
+        )  # fmt: skip
+        jobs.append(Job(f"{GPUS}/{node}", GPUS, node, (node,), argv, _seconds(RUN_SECONDS)))
+    return jobs
 
 
 def _seconds(run: int) -> int:
