@@ -65,20 +65,25 @@ def _fold_uniform(names: list[str]) -> str | None:
         if not name.startswith(prefix) or len(digits) != width or not digits.isdigit():
             return None
         numbers.append(int(digits))
-    numbers.sort()
-    runs: list[str] = []
-    start = previous = numbers[0]
-    for number in [*numbers[1:], None]:
-        if number is not None and number == previous + 1:
-            previous = number
-            continue
-        low, high = str(start).zfill(width), str(previous).zfill(width)
-        runs.append(low if start == previous else f"{low}-{high}")
-        if number is not None:
-            start = previous = number
     if len(numbers) == 1:
         return names[0]
+    runs = []
+    for low, high in number_runs(numbers):
+        start, end = str(low).zfill(width), str(high).zfill(width)
+        runs.append(start if low == high else f"{start}-{end}")
     return f"{prefix}[{','.join(runs)}]"
+
+
+def number_runs(numbers: Iterable[int]) -> list[tuple[int, int]]:
+    """Sorted distinct numbers as runs of consecutive ones: [1, 2, 3, 7] -> [(1, 3), (7, 7)]."""
+    ordered = sorted(set(numbers))
+    runs: list[tuple[int, int]] = []
+    for number in ordered:
+        if runs and number == runs[-1][1] + 1:
+            runs[-1] = (runs[-1][0], number)
+        else:
+            runs.append((number, number))
+    return runs
 
 
 def compress(hosts: Iterable[str]) -> str:

@@ -17,7 +17,7 @@ from typing import Any
 
 from hostlist import numeric_sort_key
 
-from gpucluster.hostlists import compress, expand, split_top_level
+from gpucluster.hostlists import compress, expand, number_runs, split_top_level
 from gpucluster.model.base import NAME_RE, SLURM_TIME_RE
 from gpucluster.slurm.conf_keys import NODE_KEYS
 from gpucluster.slurm.gpus import core_range, parse_cores
@@ -796,17 +796,7 @@ def _problem(where: Any, path: str, message: str) -> Any:
 
 
 def core_text(cores: str) -> str:
-    numbers = sorted(set(parse_cores(cores)))
-    runs: list[str] = []
-    start = previous = numbers[0]
-    for number in [*numbers[1:], None]:
-        if number is not None and number == previous + 1:
-            previous = number
-            continue
-        runs.append(core_range(start, previous))
-        if number is not None:
-            start = previous = number
-    return ",".join(runs)
+    return ",".join(core_range(low, high) for low, high in number_runs(parse_cores(cores)))
 
 
 def default_affinity(layout: dict[str, Any], count: int) -> list[str] | None:
