@@ -97,25 +97,27 @@ record_after:
   returned: always
 """
 
-import json
 import os
 from dataclasses import dataclass, field
 from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpucluster.cluster.plugins.module_utils.record import (
+    RECORD_OPTIONS,
+    RecordPlan,
+    fail_on_errors,
+    load_record,
+)
 
 NFS_TYPES = ("nfs", "nfs4")
+RECORD_KEYS = ("mounts",)
 
 
 @dataclass
-class Plan:
+class Plan(RecordPlan):
     mounts: list[dict[str, str]] = field(default_factory=list)
     site_managed: list[str] = field(default_factory=list)
     remove: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-    record_before: dict[str, list[str]] = field(default_factory=dict)
-    record_after: dict[str, list[str]] = field(default_factory=dict)
 
 
 def wanted_mount(fs: dict[str, Any], host: str) -> dict[str, str]:
@@ -216,30 +218,16 @@ def read_mounted(path: str = "/proc/self/mountinfo") -> dict[str, str]:
     return mounted
 
 
-def read_record(path: str) -> dict[str, list[str]]:
-    try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
-    except FileNotFoundError:
-        return {"mounts": []}
-    return {"mounts": [str(mount) for mount in data.get("mounts", [])]}
-
-
 def main() -> None:
     module = AnsibleModule(
         argument_spec={
             "filesystems": {"type": "list", "elements": "dict", "required": True},
-            "record": {"type": "path", "required": True},
-            "remove_absent": {"type": "bool", "default": False},
-            "host": {"type": "str", "required": True},
+            **RECORD_OPTIONS,
         },
         supports_check_mode=True,
     )
     params = module.params
-    try:
-        record = read_record(params["record"])
-    except (OSError, ValueError, AttributeError) as exc:
-        module.fail_json(msg=f"{params['host']}: cannot read the record {params['record']}: {exc}")
+    record = load_record(module, RECORD_KEYS)
     result = plan(
         params["filesystems"],
         read_fstab(),
@@ -248,8 +236,7 @@ def main() -> None:
         params["host"],
         remove_absent=params["remove_absent"],
     )
-    if result.errors:
-        module.fail_json(msg="; ".join(result.errors), errors=result.errors)
+    fail_on_errors(module, result)
     module.exit_json(
         changed=False,
         mounts=result.mounts,

@@ -116,27 +116,29 @@ record_after:
 """
 
 import grp
-import json
 import os
 import pwd
 from dataclasses import dataclass, field
 from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpucluster.cluster.plugins.module_utils.record import (
+    RECORD_OPTIONS,
+    RecordPlan,
+    fail_on_errors,
+    load_record,
+)
 
 KINDS = (("groups", "group", "gid"), ("users", "user", "uid"))
+RECORD_KEYS = tuple(kind[0] for kind in KINDS)
 
 
 @dataclass
-class Plan:
+class Plan(RecordPlan):
     groups: list[dict[str, Any]] = field(default_factory=list)
     users: list[dict[str, Any]] = field(default_factory=list)
     remove_groups: list[str] = field(default_factory=list)
     remove_users: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-    record_before: dict[str, list[str]] = field(default_factory=dict)
-    record_after: dict[str, list[str]] = field(default_factory=dict)
 
 
 def on_shared_home(home: str, shared_homes: list[dict[str, Any]]) -> bool:
@@ -219,15 +221,6 @@ def plan(
     return result
 
 
-def read_record(path: str) -> dict[str, list[str]]:
-    try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
-    except FileNotFoundError:
-        return {"groups": [], "users": []}
-    return {kind[0]: [str(name) for name in data.get(kind[0], [])] for kind in KINDS}
-
-
 def existing_accounts() -> dict[str, dict[str, int]]:
     """Every group and user the host resolves (files and directory services alike)."""
     return {
@@ -289,20 +282,15 @@ def keys_in_place(item: dict[str, Any]) -> bool:
 def main() -> None:
     module = AnsibleModule(
         argument_spec={
+            **RECORD_OPTIONS,
             "desired": {"type": "dict", "required": True},
-            "record": {"type": "path", "required": True},
             "adopt_existing": {"type": "bool", "default": False},
-            "remove_absent": {"type": "bool", "default": False},
-            "host": {"type": "str", "required": True},
             "cluster_keys": {"type": "bool", "default": False},
         },
         supports_check_mode=True,
     )
     params = module.params
-    try:
-        record = read_record(params["record"])
-    except (OSError, ValueError, AttributeError) as exc:
-        module.fail_json(msg=f"{params['host']}: cannot read the record {params['record']}: {exc}")
+    record = load_record(module, RECORD_KEYS)
     result = plan(
         params["desired"],
         existing_accounts(),
@@ -311,8 +299,7 @@ def main() -> None:
         adopt_existing=params["adopt_existing"],
         remove_absent=params["remove_absent"],
     )
-    if result.errors:
-        module.fail_json(msg="; ".join(result.errors), errors=result.errors)
+    fail_on_errors(module, result)
     shared_homes = list(params["desired"].get("shared_homes") or [])
     home_here = [
         {**item, "cluster_key": params["cluster_keys"] and on_shared_home(item["home"], shared_homes)}

@@ -215,15 +215,26 @@ def test_roles_give_helm_only_the_rendered_values_files() -> None:
     and nothing else: no inline values, no --set, no second file."""
     from gpucluster.k8s.render import ADDONS
 
+    # One shared role installs every release (roles/helm_release), each role passing its own render dir.
+    tasks = yaml.safe_load((REPO / "roles" / "helm_release" / "tasks" / "release.yml").read_text())
+    (install,) = [t for t in tasks if "kubernetes.core.helm" in t]
+    module = install["kubernetes.core.helm"]
+    assert module["values_files"] == ["{{ helm_release_render_dir }}/{{ helm_release_entry.values_file }}"]
+    assert not {"values", "set_values", "values_file"} & set(module)
     roles = sorted({addon.role for addon in ADDONS})
     for role in roles:
-        tasks = yaml.safe_load((REPO / "roles" / role / "tasks" / "release.yml").read_text())
-        (install,) = [t for t in tasks if "kubernetes.core.helm" in t]
-        module = install["kubernetes.core.helm"]
-        assert module["values_files"] == [
-            f"{{{{ {role}_render_dir }}}}/{{{{ {role}_release.values_file }}}}"
-        ], role
-        assert not {"values", "set_values", "values_file"} & set(module), role
+        main = yaml.safe_load((REPO / "roles" / role / "tasks" / "main.yml").read_text())
+        # A call names its variables, or takes them from its block (dra_driver's two halves).
+        given = [
+            outer.get("vars", {}) | task.get("vars", {})
+            for outer in main
+            for task in outer.get("block", [outer])
+            if task.get("ansible.builtin.include_role", {}).get("name") == "gpucluster.cluster.helm_release"
+        ]
+        assert given, role
+        for names in given:
+            assert names["helm_release_role"] == role, role
+            assert names["helm_release_render_dir"] == f"{{{{ {role}_render_dir }}}}", role
     for inventory in k8s_inventories():
         for release in releases_of(inventory):
             assert release["values_file"] == f"helm/values/{release['name']}.yaml"

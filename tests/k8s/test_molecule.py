@@ -24,6 +24,8 @@ K8S_ROLES = [
     "volcano",
     "gpu_workloads",
     "slurm_on_k8s",
+    # The releases of the roles above (render-only for a few of them).
+    "helm_release",
 ]
 
 

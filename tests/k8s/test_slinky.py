@@ -367,9 +367,10 @@ def test_slurm_on_k8s_applies_the_accounts_in_the_slurmctld_container() -> None:
     kubectl exec in the pod and container the release entry names, after slurmdbd and slurmctld are
     Ready; render-only mode writes what it would apply."""
     role = REPO / "roles" / "slurm_on_k8s" / "tasks"
-    release = yaml.safe_load((role / "release.yml").read_text())
-    include = next(t for t in release if t.get("ansible.builtin.include_tasks") == "accounts.yml")
-    assert include["when"] == "slurm_on_k8s_release.accounts is defined"
+    main = yaml.safe_load((role / "main.yml").read_text())
+    include = next(t for t in main if t.get("ansible.builtin.include_tasks") == "accounts.yml")
+    assert include["loop"] == "{{ helm_release_releases | selectattr('accounts', 'defined') }}"
+    assert include["loop_control"]["loop_var"] == "slurm_on_k8s_release"
     tasks = yaml.safe_load((role / "accounts.yml").read_text())
     waits = [t["kubernetes.core.k8s_info"] for t in tasks if "kubernetes.core.k8s_info" in t]
     assert [w["label_selectors"] for w in waits] == [

@@ -8,9 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tests.roles.conftest import load_module
+from tests.roles.conftest import load_module, load_module_utils
 
 mounts = load_module("shared_mounts_plan")
+records = load_module_utils("record")
 
 HOME: dict[str, Any] = {
     "name": "home",
@@ -123,4 +124,4 @@ def test_fstab_and_mountinfo_are_read_with_their_escapes(tmp_path: Path) -> None
         "30 22 0:25 / /data rw,nosuid - tmpfs tmpfs rw,size=16384k\n"
     )
     assert mounts.read_mounted(str(mountinfo)) == {"/": "overlay", "/data": "tmpfs"}
-    assert mounts.read_record(str(tmp_path / "absent.json")) == NOTHING
+    assert records.read_record(str(tmp_path / "absent.json"), mounts.RECORD_KEYS) == NOTHING

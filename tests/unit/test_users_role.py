@@ -13,9 +13,10 @@ import yaml
 from gpucluster.layers import load_cluster
 from gpucluster.rendering import render_files
 from tests.conftest import INVENTORIES
-from tests.roles.conftest import load_module
+from tests.roles.conftest import load_module, load_module_utils
 
 accounts = load_module("unix_accounts_plan")
+records = load_module_utils("record")
 
 DESIRED: dict[str, Any] = {
     "groups": [{"name": "ml", "gid": 20000}, {"name": "alice", "gid": 10001}],
@@ -112,10 +113,10 @@ def test_accounts_never_recorded_are_never_deleted() -> None:
 
 
 def test_the_record_is_read_from_its_file(tmp_path: Path) -> None:
-    assert accounts.read_record(str(tmp_path / "missing.json")) == NOTHING
+    assert records.read_record(str(tmp_path / "missing.json"), accounts.RECORD_KEYS) == NOTHING
     record = tmp_path / "created.json"
     record.write_text(json.dumps({"groups": ["ml"], "users": ["alice"]}))
-    assert accounts.read_record(str(record)) == {"groups": ["ml"], "users": ["alice"]}
+    assert records.read_record(str(record), accounts.RECORD_KEYS) == {"groups": ["ml"], "users": ["alice"]}
 
 
 def test_the_rendered_users_file_is_what_the_plan_reads() -> None:
