@@ -114,7 +114,7 @@ _PROCEDURES = (
         "slurm",
         "installs the Slurm configuration",
         (
-            _play(SLURM, "Slurm configuration, slurmctld and slurmd", "slurm_common", "slurm_health", "slurm_controller", "slurm_compute", "monitoring_dcgm_exporter:job_mapping"),
+            _play(SLURM, "Slurm configuration, slurmctld and slurmd", "slurm_common", "slurm_health", "slurm_controller", "slurm_compute", "monitoring_dcgm_exporter:slurm_job_mapping"),
             _play(SLURM, "Munge authentication on every Slurm host", "munge"),
             _play(SLURM, "JWT key of the REST API on the controllers and the slurmdbd host", "slurm_restd:jwt_key"),
             _play(SLURM, "Accounting database and slurmdbd", "slurm_dbd"),
@@ -161,7 +161,7 @@ _PROCEDURES = (
     Procedure(
         "upgrade:job-mapping",
         "the prolog and epilog the new slurm.conf names, before any slurmd reads it",
-        (_play(UPGRADE, "The Slurm prolog and epilog of dcgm-exporter's job mapping on every Slurm node", "monitoring_dcgm_exporter:job_mapping"),),
+        (_play(UPGRADE, "The Slurm prolog and epilog of dcgm-exporter's job mapping on every Slurm node", "monitoring_dcgm_exporter:slurm_job_mapping"),),
     ),
     Procedure(
         "upgrade:backup",
