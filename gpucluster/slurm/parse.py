@@ -83,35 +83,81 @@ class ConfFile:
 
 
 def _logical_lines(text: str) -> list[tuple[int, str]]:
-    """(first line number, text) of each line with comments removed and continuations joined."""
+    """(first line number, text) of each line as Slurm's _get_next_line makes it: a `#` after an
+    even number of backslashes ends each physical line, an odd number of backslashes at its end
+    (blanks after them aside) joins it with the next one as it is, and then every `\\X` is X."""
     out: list[tuple[int, str]] = []
     pending = ""
     start = 0
-    for number, raw in enumerate(text.splitlines(), start=1):
-        line = raw
-        cut = _comment_at(line)
-        if cut >= 0:
-            line = line[:cut]
-        line = line.replace("\\#", "#")
+    for number, raw in enumerate(text.split("\n"), start=1):
+        line = raw[: _comment_at(raw)] if "#" in raw else raw
         if not pending:
             start = number
-        if line.rstrip().endswith("\\"):
-            pending += line.rstrip()[:-1] + " "
+        cut = _continuation_at(line)
+        if cut is not None:
+            pending += line[:cut]
             continue
-        line = pending + line
+        line = _unescaped(pending + line)
         pending = ""
         if line.strip():
             out.append((start, line))
     if pending.strip():
-        out.append((start, pending))
+        out.append((start, _unescaped(pending)))
     return out
 
 
 def _comment_at(line: str) -> int:
-    index = line.find("#")
-    while index > 0 and line[index - 1] == "\\":
-        index = line.find("#", index + 1)
-    return index
+    """Where a comment starts: the first `#` after an even number of backslashes (the end if none)."""
+    backslashes = 0
+    for index, char in enumerate(line):
+        if char == "#" and backslashes % 2 == 0:
+            return index
+        backslashes = backslashes + 1 if char == "\\" else 0
+    return len(line)
+
+
+def _continuation_at(line: str) -> int | None:
+    """Where a line continued on the next one is cut (its last backslash), or None."""
+    end = len(line.rstrip())
+    count = end - len(line[:end].rstrip("\\"))
+    return end - 1 if count % 2 == 1 else None
+
+
+_ESCAPE = re.compile(r"\\(.?)", re.DOTALL)
+
+
+def _unescaped(text: str) -> str:
+    return _ESCAPE.sub(r"\1", text) if "\\" in text else text
+
+
+def quote_value(value: object) -> str:
+    """A value as a Slurm file must write it to be read back as it is: `\\` and `#` escaped, and in
+    double quotes where it holds a blank (or is empty). ValueError where Slurm cannot read it back:
+    a line break, or a double quote in a value that needs quoting."""
+    text = value if isinstance(value, str) else str(value)
+    if "\n" in text or "\r" in text:
+        raise ValueError("a value of a Slurm file cannot hold a line break")
+    if "\\" in text or "#" in text:
+        text = text.replace("\\", "\\\\").replace("#", "\\#")
+    if text and not _BLANK.search(text):
+        if text[0] == '"' and text[-1] == '"' and len(text) > 1 and '"' not in text[1:-1]:
+            raise ValueError("Slurm reads a value written in double quotes without them")
+        return text
+    if '"' in text:
+        raise ValueError("Slurm cannot read a value holding both a blank and a double quote")
+    return f'"{text}"'
+
+
+def unreadable_value(value: object) -> str | None:
+    """Why Slurm could not read `value` back from a file, or None."""
+    try:
+        quote_value(value)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+_BLANK = re.compile(r"\s")
 
 
 def parse_options(text: str, where: Where) -> list[Option] | None:

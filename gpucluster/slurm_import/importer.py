@@ -21,7 +21,9 @@ from typing import Any
 from gpucluster.errors import Problem
 from gpucluster.model.spec import Daemons, SlurmSettings
 from gpucluster.render.health import HEALTH_PROGRAM
+from gpucluster.slurm import keys
 from gpucluster.slurm.defaults import CGROUP_DEFAULTS, global_default, minutes
+from gpucluster.slurm.keys import CONTROLLER_ADDR
 from gpucluster.slurm.settings import POWER_SAVE_KEYS, PRIORITY_KEYS, TIMEOUT_KEYS
 from gpucluster.slurm.view import Setting, View, split_list
 from gpucluster.slurm.written import FIXED, MODELLED
@@ -96,6 +98,8 @@ class Globals:
     # Keys whose value the import changes on purpose (the placement says why): the comparison
     # lists them apart from the differences.
     adjusted: set[str] = field(default_factory=set)
+    # Host -> hosts.yml variables naming its addresses (gpucluster.slurm.keys.HOST_VARS).
+    addresses: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def place(
         self, setting: Setting | None, kind: str, target: str = "", reason: str = "", written: str = ""
@@ -159,10 +163,11 @@ class GlobalImport:
         for key, settings in self.view.settings.items():
             handled.add(key)
             handler = getattr(self, f"key_{key.lower()}", None)
+            entry = keys.entry(keys.SLURM_CONF, key)
             if handler is not None:
                 handler(settings)
-            elif key in TIMEOUT_BY_KEY:
-                self.timeout(settings[-1])
+            elif entry is not None and entry.model.startswith(f"{SLURM}.") and key in PLAIN:
+                self.plain(entry, settings[-1])
             elif key in POWER_BY_KEY:
                 self.power(settings[-1])
             elif key in PRIORITY_BY_KEY or key == "PriorityType":
@@ -238,41 +243,79 @@ class GlobalImport:
         else:
             self.g.refuse(
                 setting,
-                f"gpucluster writes {setting.key}={wanted}: its roles set up munge on every host and run "
-                "slurmctld as the packages' user slurm; change the site to that first",
+                f"gpucluster writes {setting.key}={wanted}: its roles set up munge on every host; "
+                "change the site to that first",
             )
 
     def simple(self, path: str, value: Any, setting: Setting, default: Any) -> None:
         self.g.put(path, value, setting, default)
 
+    def plain(self, key: keys.Key, setting: Setting) -> None:
+        """A key the model holds as it is (the table of keys says where and of what kind): its
+        value in the model's terms, left out where it is the model's default; where the model
+        leaves the key to Slurm (no default of its own), Slurm's default is placed as such."""
+        path = key.model[len(SLURM) + 1 :]
+        default = model_default(path)
+        slurm_default = key.default_at(self.release)
+        if (
+            default is None
+            and slurm_default is not None
+            and _same(key.name, setting.value, slurm_default, self.release)
+        ):
+            self.g.place(setting, DEFAULT, reason=f"Slurm's default ({slurm_default or 'none'})")
+            return
+        self.g.put(path, model_value(key, setting.value), setting, default)
+
     # --- keys ----------------------------------------------------------------------------------
 
     def key_clustername(self, settings: list[Setting]) -> None:
+        """cluster.name; a name Slurm takes that gpucluster's names do not (dots, capitals, a
+        leading digit) is kept as cluster.slurm.cluster_name, with cluster.name made from it."""
         setting = settings[-1]
-        name = setting.value.lower()
-        if not re.fullmatch(r"[a-z][a-z0-9_-]{0,39}", name):
-            self.g.refuse(
-                setting,
-                "gpucluster's cluster names start with a letter and hold letters, digits, '-' and '_' "
-                "(up to 40): rename the cluster first (sacctmgr and StateSaveLocation know it)",
+        written = setting.value.strip()
+        name = written.lower()
+        if re.fullmatch(r"[a-z][a-z0-9_-]{0,39}", name):
+            self.g.name = name
+            self.g.place(
+                setting, NATIVE, "cluster.name", "Slurm reads it in lower case" if name != written else ""
             )
             return
-        self.g.name = name
-        self.g.place(setting, NATIVE, "cluster.name")
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}", written):
+            self.g.refuse(
+                setting, f"ClusterName `{written}`: gpucluster takes letters, digits, '.', '-' and '_'"
+            )
+            return
+        base = re.sub(r"[^a-z0-9_-]+", "-", name).strip("-")[:40].rstrip("-")
+        self.g.name = base if base[:1].isalpha() else f"c-{base}"[:40]
+        self.g.slurm["cluster_name"] = written
+        self.g.place(
+            setting,
+            NATIVE,
+            f"{SLURM}.cluster_name",
+            f"written as it is; cluster.name `{self.g.name}` (gpucluster's names: letters, digits, '-', '_')",
+        )
+
+    def key_slurmuser(self, settings: list[Setting]) -> None:
+        setting = settings[-1]
+        user = setting.value.strip()
+        if not re.fullmatch(r"[a-z_][a-z0-9_.-]{0,31}", user):
+            self.g.refuse(setting, f"SlurmUser `{user}` is not a Unix user name")
+            return
+        self.g.put("slurm_user", user, setting, "slurm")
 
     def key_slurmctldhost(self, settings: list[Setting]) -> None:
+        """The controllers in order; `name(address)` gives the address slurmd and the commands
+        reach it at (hosts.yml slurm_controller_addr, dropped where it is the name itself)."""
         hosts: list[str] = []
         for setting in settings:
-            name, _, address = setting.value.partition("(")
-            if address and address.rstrip(")") != name:
-                self.g.refuse(
-                    setting,
-                    f"the address {address.rstrip(')')} of {name}: gpucluster names controllers by host name "
-                    "(give the address in DNS or /etc/hosts)",
-                )
-                continue
+            name, _, rest = setting.value.strip().partition("(")
+            address = rest.rstrip(")").strip()
             hosts.append(name)
-            self.g.place(setting, NATIVE, f"{SLURM}.controller")
+            if address and address != name:
+                self.g.addresses.setdefault(name, {})[CONTROLLER_ADDR] = address
+                self.g.place(setting, NATIVE, f"{SLURM}.controller and hosts.yml {name}: {CONTROLLER_ADDR}")
+            else:
+                self.g.place(setting, NATIVE, f"{SLURM}.controller")
         self.g.slurm["controller"] = hosts
 
     def key_controladdr(self, settings: list[Setting]) -> None:
@@ -282,28 +325,26 @@ class GlobalImport:
         self.address(settings[-1], 1)
 
     def address(self, setting: Setting, index: int) -> None:
+        """ControlAddr/BackupAddr: the address of the first/second controller, which Slurm 18.08
+        and later write SlurmctldHost=name(address) (25.05 reads only that)."""
         hosts = [s.value.split("(")[0] for s in self.view.settings.get("SlurmctldHost", [])]
-        if index < len(hosts) and setting.value == hosts[index]:
+        address = setting.value.strip()
+        if index >= len(hosts):
+            self.g.refuse(setting, f"{setting.key} without a controller {index + 1} to be the address of")
+            return
+        if address == hosts[index]:
             self.g.place(setting, DROPPED, reason="the controller's own name: nothing to say")
             return
-        self.g.refuse(
+        self.g.addresses.setdefault(hosts[index], {})[CONTROLLER_ADDR] = address
+        self.g.place(
             setting,
-            f"{setting.key} gives the address of a controller: gpucluster names controllers by host name "
-            "(give the address in DNS or /etc/hosts); ControlAddr/BackupAddr are SlurmctldHost=name(address) "
-            "since 18.08 and gone from 25.05",
+            MAPPED,
+            f"hosts.yml {hosts[index]}: {CONTROLLER_ADDR}",
+            f"{setting.key} is SlurmctldHost={hosts[index]}({address}) since Slurm 18.08 (25.05 reads only that)",
         )
-
-    def key_slurmctldport(self, settings: list[Setting]) -> None:
-        self.simple("daemons.slurmctld_port", _int(settings[-1].value), settings[-1], 6817)
-
-    def key_slurmdport(self, settings: list[Setting]) -> None:
-        self.simple("daemons.slurmd_port", _int(settings[-1].value), settings[-1], 6818)
 
     def key_statesavelocation(self, settings: list[Setting]) -> None:
         self.simple("state_save_location", settings[-1].value, settings[-1], "/var/lib/slurm/slurmctld")
-
-    def key_slurmdspooldir(self, settings: list[Setting]) -> None:
-        self.simple("daemons.spool_dir", settings[-1].value, settings[-1], self.daemon_defaults["spool_dir"])
 
     def key_slurmctldpidfile(self, settings: list[Setting]) -> None:
         setting = settings[-1]
@@ -336,22 +377,6 @@ class GlobalImport:
         else:
             self.simple("daemons.slurmd_pid_file", setting.value, setting, None)
 
-    def key_slurmctldlogfile(self, settings: list[Setting]) -> None:
-        self.simple(
-            "daemons.slurmctld_log_file",
-            settings[-1].value,
-            settings[-1],
-            self.daemon_defaults["slurmctld_log_file"],
-        )
-
-    def key_slurmdlogfile(self, settings: list[Setting]) -> None:
-        self.simple(
-            "daemons.slurmd_log_file",
-            settings[-1].value,
-            settings[-1],
-            self.daemon_defaults["slurmd_log_file"],
-        )
-
     def key_slurmctlddebug(self, settings: list[Setting]) -> None:
         self.debug("slurmctld_debug", settings[-1])
 
@@ -364,32 +389,6 @@ class GlobalImport:
             self.g.place(setting, DEFAULT, reason="Slurm's default (info)")
             return
         self.simple(f"daemons.{field_name}", level, setting, None)
-
-    def key_debugflags(self, settings: list[Setting]) -> None:
-        self.simple("daemons.debug_flags", split_list(settings[-1].value), settings[-1], [])
-
-    def key_mpidefault(self, settings: list[Setting]) -> None:
-        self.simple("mpi_default", settings[-1].value, settings[-1], "none")
-
-    def key_mailprog(self, settings: list[Setting]) -> None:
-        self.simple("mail_prog", settings[-1].value, settings[-1], self.slurm_defaults["mail_prog"])
-
-    def key_returntoservice(self, settings: list[Setting]) -> None:
-        self.simple("return_to_service", _int(settings[-1].value), settings[-1], 2)
-
-    def key_schedulertype(self, settings: list[Setting]) -> None:
-        self.simple("scheduler_type", _strip("sched", settings[-1].value), settings[-1], "backfill")
-
-    def key_schedulerparameters(self, settings: list[Setting]) -> None:
-        self.simple("scheduler_parameters", split_list(settings[-1].value), settings[-1], [])
-
-    def key_selecttype(self, settings: list[Setting]) -> None:
-        self.simple("select_type", _strip("select", settings[-1].value), settings[-1], "cons_tres")
-
-    def key_selecttypeparameters(self, settings: list[Setting]) -> None:
-        self.simple(
-            "select_type_parameters", split_list(settings[-1].value), settings[-1], ["CR_Core_Memory"]
-        )
 
     def key_preempttype(self, settings: list[Setting]) -> None:
         setting = settings[-1]
@@ -408,14 +407,6 @@ class GlobalImport:
             return
         self.g.slurm.setdefault("preemption", {})["mode"] = modes
         self.g.place(setting, NATIVE, f"{SLURM}.preemption.mode")
-
-    def key_preemptexempttime(self, settings: list[Setting]) -> None:
-        self.g.slurm.setdefault("preemption", {})["exempt_time"] = settings[-1].value
-        self.g.place(settings[-1], NATIVE, f"{SLURM}.preemption.exempt_time")
-
-    def key_preemptparameters(self, settings: list[Setting]) -> None:
-        self.g.slurm.setdefault("preemption", {})["parameters"] = split_list(settings[-1].value)
-        self.g.place(settings[-1], NATIVE, f"{SLURM}.preemption.parameters")
 
     def key_proctracktype(self, settings: list[Setting]) -> None:
         setting = settings[-1]
@@ -452,9 +443,6 @@ class GlobalImport:
             self.g.place(setting, DEFAULT, reason="Slurm's default (ALL)")
             return
         self.simple("propagate_resource_limits", split_list(setting.value), setting, None)
-
-    def key_propagateresourcelimitsexcept(self, settings: list[Setting]) -> None:
-        self.simple("propagate_resource_limits_except", split_list(settings[-1].value), settings[-1], [])
 
     def key_prologflags(self, settings: list[Setting]) -> None:
         setting = settings[-1]
@@ -595,15 +583,6 @@ class GlobalImport:
             health["prolog"] = False
         self.g.slurm["health"] = health
 
-    def timeout(self, setting: Setting) -> None:
-        field_name = TIMEOUT_BY_KEY[setting.key]
-        default = global_default(setting.key, self.release)
-        if default is not None and _same(setting.key, setting.value, default, self.release):
-            self.g.place(setting, DEFAULT, reason=f"Slurm's default ({default})")
-            return
-        self.g.slurm.setdefault("timeouts", {})[field_name] = _int(setting.value)
-        self.g.place(setting, NATIVE, f"{SLURM}.timeouts.{field_name}")
-
     def power(self, setting: Setting) -> None:
         field_name = POWER_BY_KEY[setting.key]
         power = self.g.slurm.setdefault("power_save", {})
@@ -664,6 +643,8 @@ class GlobalImport:
         def absent(key: str) -> bool:
             return key not in present
 
+        if absent("SlurmUser"):
+            s["slurm_user"] = "root"  # Slurm's default
         if absent("StateSaveLocation"):
             s["state_save_location"] = "/var/spool"
         if absent("SlurmdSpoolDir"):
@@ -713,6 +694,57 @@ class GlobalImport:
                 priority["type"] = default
 
 
+# Keys the model holds as they are: the generic path of the import (GlobalImport.plain).
+PLAIN = frozenset(
+    (
+        "SlurmctldPort", "SlurmdPort", "SlurmdSpoolDir", "SlurmctldLogFile", "SlurmdLogFile", "DebugFlags",
+        "MpiDefault", "MailProg", "ReturnToService", "SchedulerType", "SchedulerParameters", "SelectType",
+        "SelectTypeParameters", "PreemptExemptTime", "PreemptParameters", "PropagateResourceLimitsExcept",
+        *TIMEOUT_KEYS.values(),
+    )
+)  # fmt: skip
+
+
+def model_default(path: str) -> Any:
+    """The default of a setting of cluster.slurm (`daemons.spool_dir`); None where it has none."""
+    model: Any = SlurmSettings
+    info = None
+    for part in path.split("."):
+        fields = getattr(model, "model_fields", None)
+        if fields is None or part not in fields:
+            return None
+        info = fields[part]
+        model = next(
+            (
+                a
+                for a in getattr(info.annotation, "__args__", (info.annotation,))
+                if hasattr(a, "model_fields")
+            ),
+            info.annotation,
+        )
+    if info is None:
+        return None
+    if info.default_factory is not None:
+        return info.default_factory()  # type: ignore[call-arg,unused-ignore]
+    return None if info.is_required() else info.default
+
+
+def model_value(key: keys.Key, text: str) -> Any:
+    """A value of a Slurm file in the model's terms, as the key's kind says."""
+    if key.kind in (keys.SET, keys.LIST, keys.PLUGINS):
+        items = split_list(text)
+        return [_strip(key.plugin, item) for item in items] if key.plugin else items
+    if key.kind == keys.PLUGIN:
+        return _strip(key.plugin, text.strip())
+    if key.kind == keys.LEVEL:
+        return text.strip().lower()
+    if key.kind == keys.FLAG:
+        return text.strip().lower() in ("yes", "1", "true", "y")
+    if key.kind in (keys.TIME, keys.PATH):
+        return text.strip()
+    return _int(text)
+
+
 TIMEOUT_BY_KEY = {key: name for name, key in TIMEOUT_KEYS.items()}
 POWER_BY_KEY = {
     **{key: name for name, key in POWER_SAVE_KEYS.items()},
@@ -723,7 +755,7 @@ POWER_BY_KEY = {
 PRIORITY_BY_KEY = {key: name for name, key in PRIORITY_KEYS.items()}
 
 # Sanity: every key the model holds has its handler above.
-_HANDLED = {*TIMEOUT_BY_KEY, *POWER_BY_KEY, *PRIORITY_BY_KEY, "PriorityType"}
+_HANDLED = {*PLAIN, *POWER_BY_KEY, *PRIORITY_BY_KEY, "PriorityType"}
 assert all(key in _HANDLED or hasattr(GlobalImport, f"key_{key.lower()}") for key in MODELLED), [
     key for key in MODELLED if key not in _HANDLED and not hasattr(GlobalImport, f"key_{key.lower()}")
 ]

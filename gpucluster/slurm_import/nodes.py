@@ -21,11 +21,14 @@ from gpucluster.hostlists import compress, expand, number_runs, split_top_level
 from gpucluster.model.base import NAME_RE, SLURM_TIME_RE
 from gpucluster.slurm.conf_keys import NODE_KEYS
 from gpucluster.slurm.gpus import core_range, parse_cores
+from gpucluster.slurm.keys import NODE_ADDR, NODE_HOSTNAME
 from gpucluster.slurm.view import NodeDef, PartitionDef, Setting, View, split_list
 from gpucluster.slurm.written import NODE_PER_HOST
 from gpucluster.slurm_import.importer import DEFAULT, EXTRA, MAPPED, NATIVE, Globals, Placement
 
 _NAME = re.compile(NAME_RE)
+# NodeName options naming each host's address -> the hosts.yml variable holding it.
+ADDRESS_VARS = {"NodeAddr": NODE_ADDR, "NodeHostname": NODE_HOSTNAME}
 _GPU_FILE = re.compile(r"^/dev/nvidia(\d+)$")
 
 
@@ -205,10 +208,11 @@ class NodeImport:
         known = {k.lower(): k for k in NODE_KEYS[self.release]}
         extra: dict[str, Any] = {}
         for name, setting in options.items():
+            if name in ADDRESS_VARS:
+                continue  # each host's (addresses)
             if name in NODE_PER_HOST:
                 self.refuse(
-                    setting,
-                    f"{name} gives each host an address: gpucluster names nodes by host name (give it in DNS or /etc/hosts)",
+                    setting, f"{name} gives each host a value of its own: gpucluster does not carry it"
                 )
                 continue
             if name.lower() == "reason":
@@ -348,8 +352,46 @@ class NodeImport:
 
     # --- grouping -------------------------------------------------------------------------------
 
+    def addresses(self) -> None:
+        """NodeAddr and NodeHostname of each host (a hostlist of as many names as the line's, in
+        the same order): hosts.yml variables where they differ from the host's name, Slurm's
+        default; nothing where they are the name."""
+        hosts_of: dict[int, list[str]] = {}
+        for host, definition in self.view.hosts.items():
+            hosts_of.setdefault(id(definition), []).append(host)
+        seen: set[int] = set()
+        for definition in self.view.hosts.values():
+            if id(definition) in seen:
+                continue
+            seen.add(id(definition))
+            for name, var in ADDRESS_VARS.items():
+                setting = definition.options.get(name)
+                if setting is not None:
+                    self.host_addresses(setting, var, hosts_of[id(definition)])
+
+    def host_addresses(self, setting: Setting, var: str, hosts: list[str]) -> None:
+        try:
+            values = expand(setting.value)
+        except Exception as exc:
+            self.refuse(setting, f"`{setting.value}` is not a Slurm hostlist ({exc})")
+            return
+        if len(values) < len(hosts):
+            self.refuse(
+                setting,
+                f"{len(values)} names for {len(hosts)} nodes: slurmctld needs as many {setting.key} as NodeName",
+            )
+            return
+        differ = {host: value for host, value in zip(hosts, values, strict=False) if value != host}
+        for host, value in differ.items():
+            self.g.addresses.setdefault(host, {})[var] = value
+        if differ:
+            self.place(setting, NATIVE, f"hosts.yml {var} of {compress(list(differ))}")
+        else:
+            self.place(setting, DEFAULT, reason="each node's own name: Slurm's default")
+
     def run(self) -> None:
         view = self.view
+        self.addresses()
         records: dict[str, tuple[Hardware, dict[str, Any], dict[str, Any] | None]] = {}
         spec_cache: dict[tuple[Any, ...], dict[str, Any] | None] = {}
         for host, definition in view.hosts.items():
@@ -776,15 +818,36 @@ class NodeImport:
             power["exclude_nodes"] = self.cover(expand(power["exclude_nodes"]))
 
     def hosts_yml(self) -> dict[str, Any]:
+        """hosts.yml: the controllers and the accounting host that are no node, then the groups;
+        a host with addresses of its own (hosts.yml variables) listed by itself with them."""
         children: dict[str, Any] = {}
+        addresses = self.g.addresses
         controllers = [h for h in self.g.slurm.get("controller", []) if h not in self.view.hosts]
         if controllers:
-            children[_unique("controllers", set(self.groups))] = {"hosts": {h: None for h in controllers}}
+            children[_unique("controllers", set(self.groups))] = {
+                "hosts": {h: addresses.get(h) for h in controllers}
+            }
         accounting = self.g.slurm.get("accounting", {}).get("host")
         if accounting and accounting not in controllers and accounting not in self.view.hosts:
-            children[_unique("accounting", set(self.groups) | set(children))] = {"hosts": {accounting: None}}
-        children.update(self.groups)
+            children[_unique("accounting", set(self.groups) | set(children))] = {
+                "hosts": {accounting: addresses.get(accounting)}
+            }
+        for name, group in self.groups.items():
+            if "hosts" in group and any(h in addresses for h in self.members[name]):
+                group = {"hosts": _with_vars(group["hosts"], self.members[name], addresses)}
+            children[name] = group
         return {"all": {"children": children}}
+
+
+def _with_vars(
+    patterns: dict[str, Any], members: list[str], addresses: dict[str, dict[str, str]]
+) -> dict[str, Any]:
+    """A group's hosts.yml patterns, those of the hosts with variables split out: host by host
+    for those, the others folded again."""
+    plain = [h for h in members if h not in addresses]
+    out: dict[str, Any] = {pattern: None for pattern in ansible_patterns(plain)} if plain else {}
+    out.update({h: dict(addresses[h]) for h in members if h in addresses})
+    return out
 
 
 def _problem(where: Any, path: str, message: str) -> Any:
