@@ -1047,6 +1047,18 @@ class SlurmUpgrade(Strict):
     )
 
 
+# hosts.yml variables that give the address Slurm's daemons reach a host at, where it is not the
+# host's name, and which hosts may have each (Slurm's key in brackets).
+NODE_ADDR, NODE_HOSTNAME = "slurm_node_addr", "slurm_node_hostname"
+CONTROLLER_ADDR, DBD_ADDR = "slurm_controller_addr", "slurm_dbd_addr"
+SLURM_ADDRESS_VARS = {
+    NODE_ADDR: "a Slurm node (NodeAddr)",
+    NODE_HOSTNAME: "a Slurm node (NodeHostname)",
+    CONTROLLER_ADDR: "a controller (SlurmctldHost=name(address))",
+    DBD_ADDR: "the accounting host (AccountingStorageHost)",
+}
+
+
 class SlurmSettings(Strict):
     version: Annotated[str, BeforeValidator(_slurm_version)] = spec(
         "Target Slurm release, YY.MM (or YY.MM.P where a maintenance release matters, e.g. "
@@ -1263,7 +1275,9 @@ class SlurmSettings(Strict):
         Update.RECONFIGURE,
         default_factory=list,
     )
-    plugstack: list[Annotated[str, Field(pattern=r"^(required|optional)\s+\S+(\s+\S.*)?$|^include\s+\S+$")]] = spec(
+    plugstack: list[
+        Annotated[str, Field(pattern=r"^(required|optional)\s+\S+(\s+\S.*)?$|^include\s+\S+$")]
+    ] = spec(
         "plugstack.conf lines of the site's own SPANK plugins, in order: `required|optional "
         "PLUGIN [ARGUMENTS]` or `include PATTERN` (a directory the hosts hold themselves). "
         "cluster.slurm.containers.pyxis adds gpucluster's Pyxis after them.",

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from gpucluster.model.releases import Release
+from gpucluster.model.spec import NODE_ADDR, NODE_HOSTNAME
 
 # Files (and the record lines of slurm.conf).
 SLURM_CONF, NODE, PARTITION, GRES, CGROUP = (
@@ -85,12 +86,6 @@ class Key:
     def __repr__(self) -> str:
         return f"Key({self.file}:{self.name} -> {self.model or '-'})"
 
-
-# hosts.yml variables of a host that Slurm's files name it by, where that is not its name.
-NODE_ADDR, NODE_HOSTNAME = "slurm_node_addr", "slurm_node_hostname"  # NodeAddr, NodeHostname
-CONTROLLER_ADDR = "slurm_controller_addr"  # SlurmctldHost=name(address)
-DBD_ADDR = "slurm_dbd_addr"  # AccountingStorageHost of the accounting host
-HOST_VARS = (NODE_ADDR, NODE_HOSTNAME, CONTROLLER_ADDR, DBD_ADDR)
 
 S = "cluster.slurm"
 P = "cluster.partitions[]"
@@ -196,7 +191,7 @@ SLURM_CONF_KEYS = (
         "accounting_storage/none",
         plugin="accounting_storage",
     ),
-    _g("AccountingStorageHost", f"{S}.accounting.host"),
+    _g("AccountingStorageHost", f"{S}.accounting.host", default="localhost"),
     _g("AccountingStoragePort", f"{S}.accounting.port", NUMBER, "6819"),
     _g("AccountingStorageTRES", f"{S}.accounting.tres", SET, ""),
     _g("AccountingStorageEnforce", f"{S}.accounting.enforce", SET, ""),

@@ -272,3 +272,49 @@ def read_topology_yaml(path: Path, shown: str | None = None) -> list[dict[str, A
     if not isinstance(data, list) or not all(isinstance(item, dict) for item in data):
         raise InventoryError([Problem(name, "", "not a topology.yaml: expected a list of topologies")])
     return data
+
+
+PLUGSTACK_WORDS = ("required", "optional", "include")
+
+
+def read_plugstack(
+    path: Path, problems: list[Problem], display: dict[Path, str], depth: int = 0
+) -> list[tuple[str, Where]]:
+    """plugstack.conf as slurmd reads it (src/common/plugstack.c): `required|optional PLUGIN
+    [ARGS]` lines, `#` comments, `include PATTERN` globs (relative to the including file). An
+    include is read from the copy when the copy has its files (an absolute pattern's last two
+    parts, e.g. plugstack.conf.d/*.conf beside it); otherwise it is kept as written."""
+    shown = display.get(path, str(path))
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        problems.append(Problem(shown, "", f"cannot read it: {exc.strerror or exc}"))
+        return []
+    out: list[tuple[str, Where]] = []
+    for number, raw in enumerate(text.split("\n"), start=1):
+        words = raw.split("#", 1)[0].split()
+        if not words:
+            continue
+        where = Where(shown, number)
+        if words[0] not in PLUGSTACK_WORDS or len(words) < 2 or (words[0] == "include" and len(words) != 2):
+            problems.append(Problem(shown, "", f"not a plugstack.conf line: {raw.strip()[:60]!r}", number))
+            continue
+        if words[0] != "include":
+            out.append((" ".join(words), where))
+            continue
+        found = _plugstack_include(path, words[1])
+        if not found or depth >= MAX_INCLUDE_DEPTH:
+            out.append((" ".join(words), where))
+            continue
+        for included in found:
+            display.setdefault(included, str(included))
+            out += read_plugstack(included, problems, display, depth + 1)
+    return out
+
+
+def _plugstack_include(path: Path, pattern: str) -> list[Path]:
+    """The files of the copy an include of plugstack.conf names (sorted, as glob(3) gives them)."""
+    relative = Path(pattern)
+    if relative.is_absolute():
+        relative = Path(*relative.parts[-2:]) if len(relative.parts) > 2 else Path(relative.name)
+    return sorted(p for p in path.parent.glob(str(relative)) if p.is_file())

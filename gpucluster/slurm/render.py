@@ -11,7 +11,15 @@ from gpucluster import yamlout
 from gpucluster.hostlists import compress, expand
 from gpucluster.model.cluster import Cluster
 from gpucluster.model.releases import configless_serves_topology_yaml
-from gpucluster.model.spec import NodeType, Owner, Partition
+from gpucluster.model.spec import (
+    CONTROLLER_ADDR,
+    DBD_ADDR,
+    NODE_ADDR,
+    NODE_HOSTNAME,
+    NodeType,
+    Owner,
+    Partition,
+)
 from gpucluster.render.health import HEALTH_CONF, HEALTH_PROGRAM, bare_metal_health_conf, health_timeout
 from gpucluster.render.templating import header, render_template
 from gpucluster.slurm import keys
@@ -196,8 +204,8 @@ def _none(line: NodeLine, hostvars: HostVars) -> list[tuple[str, object]]:
 
 # NodeName options that are not one plain setting of the node type.
 NODE_VALUES: dict[str, Callable[[NodeLine, HostVars], list[tuple[str, object]]]] = {
-    "NodeAddr": _per_host(keys.NODE_ADDR, "NodeAddr"),
-    "NodeHostname": _per_host(keys.NODE_HOSTNAME, "NodeHostname"),
+    "NodeAddr": _per_host(NODE_ADDR, "NodeAddr"),
+    "NodeHostname": _per_host(NODE_HOSTNAME, "NodeHostname"),
     "CPUs": _cpus,
     "Sockets": _none,  # written as SocketsPerBoard
     "SocketsPerBoard": _layout("SocketsPerBoard"),
@@ -342,7 +350,7 @@ def _controllers(c: _Core) -> list[Line]:
     hostvars = c.cluster.inventory.hostvars
     lines: list[Line] = []
     for host in c.slurm.controller:
-        address = hostvars.get(host, {}).get(keys.CONTROLLER_ADDR)
+        address = hostvars.get(host, {}).get(CONTROLLER_ADDR)
         lines.append(("SlurmctldHost", f"{host}({address})" if address else host))
     return lines
 
@@ -412,7 +420,7 @@ def _accounting_section(cluster: Cluster, has_gpus: bool) -> list[Line]:
             ("AccountingStorageType", "accounting_storage/slurmdbd"),
             (
                 "AccountingStorageHost",
-                cluster.inventory.hostvars.get(accounting.host, {}).get(keys.DBD_ADDR) or accounting.host,
+                cluster.inventory.hostvars.get(accounting.host, {}).get(DBD_ADDR) or accounting.host,
             ),
             ("AccountingStoragePort", accounting.port),
         ]
@@ -544,7 +552,9 @@ def _context(cluster: Cluster, layer_sections: Sequence[Sequence[Line]] = ()) ->
         "gres_lines": gres_lines,
         "topology": topology,
         "topology_yaml": uses_topology_yaml(cluster),
-        "switches": [(s.name, compress(s.switches), compress(s.nodes)) for s in cluster.switches],
+        "switches": [
+            (s.name, compress(s.switches), compress([*s.nodes, *s.placeholders])) for s in cluster.switches
+        ],
         "blocks": [(name, compress(hosts)) for name, hosts in sorted(cluster.blocks.items())],
         "block_sizes": block_sizes(cluster),
         "tree_topology": TREE_TOPOLOGY,

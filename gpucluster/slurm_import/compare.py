@@ -54,6 +54,8 @@ class Comparison:
     counts: dict[str, int]  # what was compared: settings, nodes, partitions, ...
     # Differences the import made on purpose (its placements say why), not counted as differences.
     adjusted: list[Difference] = field(default_factory=list)
+    # What the first configuration lacks, so that it was not compared (a node's own gres.conf).
+    not_compared: list[str] = field(default_factory=list)
 
     @property
     def same(self) -> bool:
@@ -422,7 +424,7 @@ def compare_gres(left: View, right: View) -> list[Difference]:
 
     for host, definition in left.hosts.items():
         other = right.hosts.get(host)
-        if other is None or not (_has_gpus(definition) or _has_gpus(other)):
+        if other is None or not (_has_gpus(definition) or _has_gpus(other)) or host in unread_gres(left):
             continue
         a, b = normal(left.gres.get(host, [])), normal(right.gres.get(host, []))
         auto_a, auto_b = left.autodetect.get(host, "off"), right.autodetect.get(host, "off")
@@ -434,6 +436,18 @@ def compare_gres(left: View, right: View) -> list[Difference]:
         if auto_a != auto_b:
             grouped.setdefault(("AutoDetect", auto_a, auto_b), []).append(host)
     return [Difference("gres", compress(hosts), key, a, b) for (key, a, b), hosts in grouped.items()]
+
+
+def unread_gres(view: View) -> list[str]:
+    """GPU nodes whose gres.conf the configuration does not hold: no line names them and no
+    AutoDetect reaches them (each node reads its own copy, which the input lacks)."""
+    return [
+        host
+        for host, definition in view.hosts.items()
+        if _has_gpus(definition)
+        and not view.gres.get(host)
+        and view.autodetect.get(host, "off") in ("off", "no")
+    ]
 
 
 def _gres_text(entries: frozenset[GresEntry]) -> str:
@@ -512,6 +526,19 @@ def compare_cgroup(left: View, right: View) -> list[Difference]:
     ]
 
 
+def compare_plugstack(left: View, right: View) -> list[Difference]:
+    """plugstack.conf as slurmd loads it: the plugin lines in order (blanks aside)."""
+    a = [" ".join(line.split()) for line, _ in left.plugstack]
+    b = [" ".join(line.split()) for line, _ in right.plugstack]
+    if a == b:
+        return []
+    return [Difference("plugstack", "plugstack.conf", "", "; ".join(a), "; ".join(b))]
+
+
+def unread_includes(view: View) -> list[str]:
+    return [line.split(None, 1)[1] for line, _ in view.plugstack if line.split(None, 1)[0] == "include"]
+
+
 def compare(left: View, right: View, adjusted: set[str] | frozenset[str] = frozenset()) -> Comparison:
     """Every difference between two configurations, as the release of `right` reads both; those
     of the keys in `adjusted` (changed on purpose) apart."""
@@ -522,6 +549,7 @@ def compare(left: View, right: View, adjusted: set[str] | frozenset[str] = froze
         *compare_gres(left, right),
         *compare_topology(left, right),
         *compare_cgroup(left, right),
+        *compare_plugstack(left, right),
     ]
     counts = {
         "settings": len(set(_global_values(left)) | set(_global_values(right))),
@@ -531,4 +559,9 @@ def compare(left: View, right: View, adjusted: set[str] | frozenset[str] = froze
         "blocks": len(set(left.blocks) | set(right.blocks)),
     }
     on_purpose = [d for d in differences if d.section == "setting" and d.name in adjusted]
-    return Comparison([d for d in differences if d not in on_purpose], counts, on_purpose)
+    unread = unread_gres(left)
+    not_compared = [f"gres.conf of {compress(unread)}: not in the input"] if unread else []
+    not_compared += [
+        f"plugstack.conf include {pattern}: not in the input" for pattern in unread_includes(left)
+    ]
+    return Comparison([d for d in differences if d not in on_purpose], counts, on_purpose, not_compared)

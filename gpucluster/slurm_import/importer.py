@@ -19,25 +19,26 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpucluster.errors import Problem
-from gpucluster.model.spec import Daemons, SlurmSettings
+from gpucluster.model.releases import SlurmVersion
+from gpucluster.model.spec import CONTROLLER_ADDR, DBD_ADDR, Daemons, SlurmSettings
 from gpucluster.render.health import HEALTH_PROGRAM
 from gpucluster.slurm import keys
 from gpucluster.slurm.defaults import CGROUP_DEFAULTS, global_default, minutes
-from gpucluster.slurm.keys import CONTROLLER_ADDR
 from gpucluster.slurm.settings import POWER_SAVE_KEYS, PRIORITY_KEYS, TIMEOUT_KEYS
 from gpucluster.slurm.view import Setting, View, split_list
 from gpucluster.slurm.written import FIXED, MODELLED
 from gpucluster.slurm_import.compare import normal_global
 
-NATIVE, EXTRA, MAPPED, DROPPED, DEFAULT, REFUSED = (
+NATIVE, EXTRA, MAPPED, DROPPED, DEFAULT, ASSUMED, REFUSED = (
     "native",
     "extra",
     "mapped",
     "dropped",
     "default",
+    "assumed",
     "refused",
 )
-KINDS = (NATIVE, EXTRA, MAPPED, DROPPED, DEFAULT, REFUSED)
+KINDS = (NATIVE, EXTRA, MAPPED, DROPPED, DEFAULT, ASSUMED, REFUSED)
 SLURM = "cluster.slurm"
 
 
@@ -98,8 +99,10 @@ class Globals:
     # Keys whose value the import changes on purpose (the placement says why): the comparison
     # lists them apart from the differences.
     adjusted: set[str] = field(default_factory=set)
-    # Host -> hosts.yml variables naming its addresses (gpucluster.slurm.keys.HOST_VARS).
+    # Host -> hosts.yml variables naming its addresses (model.spec.SLURM_ADDRESS_VARS).
     addresses: dict[str, dict[str, str]] = field(default_factory=dict)
+    # What the input lacks, so that --check cannot compare it (a node's gres.conf, a directory).
+    not_compared: list[str] = field(default_factory=list)
 
     def place(
         self, setting: Setting | None, kind: str, target: str = "", reason: str = "", written: str = ""
@@ -178,7 +181,91 @@ class GlobalImport:
                 self.other(settings[-1])
         self.omitted(handled)
         self.cgroup()
+        self.plugstack()
+        self.other_files()
+        self.accounting_address()
         return g
+
+    def plugstack(self) -> None:
+        """plugstack.conf's plugins, in order, as cluster.slurm.plugstack (an include of files the
+        input has is their lines; one of files it lacks stays an include of the hosts' own)."""
+        lines = self.view.plugstack
+        if not lines:
+            return
+        self.g.slurm["plugstack"] = [line for line, _ in lines]
+        for line, where in lines:
+            kept = line.startswith("include ")
+            reason = "the hosts' own files (not in the input): kept as an include" if kept else ""
+            self.g.placements.append(Placement(str(where), line, NATIVE, f"{SLURM}.plugstack", reason))
+
+    def accounting_address(self) -> None:
+        """The accounting host as an inventory host: AccountingStorageHost where it names one;
+        where it is `localhost` (Slurm's default when left out) or a controller's address, that
+        controller, with the address slurmctld uses as its hosts.yml slurm_dbd_addr (no host
+        `localhost` for Ansible to configure)."""
+        accounting = self.g.slurm.get("accounting")
+        if accounting is None:
+            return
+        controllers = list(self.g.slurm.get("controller", []))
+        given = accounting.get("host")
+        if given is None:
+            given = "localhost"
+            self.g.placements.append(
+                Placement(
+                    "",
+                    "AccountingStorageHost (left out: localhost)",
+                    DEFAULT,
+                    reason="Slurm's default (localhost)",
+                )
+            )
+        by_address = {self.g.addresses.get(c, {}).get(CONTROLLER_ADDR): c for c in controllers}
+        virtual = self.value("SlurmctldAddr")
+        if virtual and controllers:
+            by_address.setdefault(virtual, controllers[0])
+        if given in ("localhost", "127.0.0.1", "::1") and controllers:
+            host = controllers[0]
+        elif given in by_address:
+            host = by_address[given]
+        else:
+            return
+        accounting["host"] = host
+        self.g.addresses.setdefault(host, {})[DBD_ADDR] = given
+        self.g.placements.append(
+            Placement(
+                "",
+                f"AccountingStorageHost={given}",
+                NATIVE,
+                f"{SLURM}.accounting.host {host} and hosts.yml {host}: {DBD_ADDR}",
+                f"slurmdbd runs on the controller {host}, which slurmctld reaches as {given}",
+            )
+        )
+
+    def other_files(self) -> None:
+        """Files beside slurm.conf that Slurm reads and gpucluster does not write: refused (the
+        site's settings there would be lost), or dropped where the target release reads none."""
+        from gpucluster.slurm.view import OTHER_FILES
+
+        for name, path in sorted(self.view.other_files.items()):
+            where = f"{self.view.shown.get(path, path)}:1"
+            if name == "cgroup_allowed_devices_file.conf" and self.release.version >= SlurmVersion.parse(
+                "22.05"
+            ):
+                self.g.placements.append(
+                    Placement(
+                        where, name, DROPPED, reason="Slurm 22.05 removed cgroup_allowed_devices_file.conf"
+                    )
+                )
+                continue
+            self.g.placements.append(Placement(where, name, REFUSED))
+            self.g.problems.append(
+                Problem(
+                    where.rsplit(":", 1)[0],
+                    name,
+                    f"refused: {OTHER_FILES[name]} reads it, and gpucluster does not write it: its "
+                    "settings would be lost (remove it, or keep the site's copy out of gpucluster's hands)",
+                    1,
+                )
+            )
 
     def cgroup(self) -> None:
         """cgroup.conf: its keys (Slurm's defaults for those it leaves out) into cluster.slurm.cgroup."""
@@ -360,11 +447,15 @@ class GlobalImport:
             and not setting.value.startswith(directory + "/")
             and not setting.value.startswith("/var" + directory + "/")
         ):
+            # The site's file name, in the one directory the packaged unit lets slurmctld write.
+            moved = f"{directory}/{setting.value.rsplit('/', 1)[-1]}"
+            if moved != packaged:
+                self.g.slurm.setdefault("daemons", {})["slurmctld_pid_file"] = moved
             self.g.place(
                 setting,
                 MAPPED,
                 f"{SLURM}.daemons.slurmctld_pid_file",
-                f"{packaged}: the packages of Slurm {self.release.name} run slurmctld as SlurmUser with only {directory} writable",
+                f"{moved}: the packages of Slurm {self.release.name} run slurmctld as SlurmUser with only {directory} writable",
             )
             self.g.adjusted.add("SlurmctldPidFile")
             return
@@ -520,6 +611,7 @@ class GlobalImport:
         setting = settings[-1]
         kind = _strip("accounting_storage", setting.value)
         if kind == "slurmdbd":
+            self.g.slurm.setdefault("accounting", {})
             self.g.place(setting, NATIVE, f"{SLURM}.accounting")
         elif kind == "none":
             self.g.place(setting, DEFAULT, reason="Slurm's default (no accounting)")
