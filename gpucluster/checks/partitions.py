@@ -36,21 +36,25 @@ def check_default_partition(r: Resolution) -> None:
         which = "" if len(by_owner) == 1 else f" of {owner}"
         bare_metal = owner == Owner.SLURM
         if not defaults and not (bare_metal and slurm.no_default_partition):
+            on_purpose = (
+                " (or set cluster.slurm.no_default_partition if jobs must name theirs)" if bare_metal else ""
+            )
             r.fail(
                 ["partitions"],
                 f"no partition{which} is the default: jobs that name no partition would be refused "
                 f"(slurmctld: `default partition not set`); mark one `default: true` "
-                f"(candidates: {', '.join(names)}), or set cluster.slurm.no_default_partition: true "
-                "if jobs must name theirs",
+                f"(candidates: {', '.join(names)}){on_purpose}",
             )
         if len(defaults) > 1 and not (bare_metal and slurm.several_default_partitions):
             marked = ", ".join(r.spec.partitions[i].name for i in defaults)
+            on_purpose = (
+                " (or set cluster.slurm.several_default_partitions: the last wins)" if bare_metal else ""
+            )
             for index in defaults[1:]:
                 r.fail(
                     ["partitions", index, "default"],
-                    f"{len(defaults)} partitions{which} are the default ({marked}): Slurm keeps only the "
-                    "last; leave `default: true` on one of them, or set "
-                    "cluster.slurm.several_default_partitions: true to keep the site's lines",
+                    f"{len(defaults)} partitions{which} are the default ({marked}): Slurm keeps only one; "
+                    f"leave `default: true` on one of them{on_purpose}",
                 )
     bare = by_owner.get(Owner.SLURM, ([], []))[1]
     if slurm.no_default_partition and bare:

@@ -197,7 +197,7 @@ SLURM_CONF_KEYS = (
     _g("AccountingStorageEnforce", f"{S}.accounting.enforce", SET, ""),
     _g("PriorityType", f"{S}.priority.type", PLUGIN, _priority, plugin="priority"),
     _g("PriorityDecayHalfLife", f"{S}.priority.decay_half_life", TIME, "7-0"),
-    _g("PriorityCalcPeriod", f"{S}.priority.calc_period", NUMBER, "5"),
+    _g("PriorityCalcPeriod", f"{S}.priority.calc_period", TIME, "5"),
     _g("PriorityWeightFairshare", f"{S}.priority.fairshare", NUMBER, "0"),
     _g("PriorityWeightQOS", f"{S}.priority.qos", NUMBER, "0"),
     _g("PriorityWeightAge", f"{S}.priority.age", NUMBER, "0"),

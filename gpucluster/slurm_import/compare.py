@@ -111,6 +111,7 @@ def normal_global(key: str, value: str | None, release: Release) -> Any:
 
 
 _FLAT_TOPOLOGY = {"topology/none", "topology/default", "topology/flat"}
+_INHERITED_LOWER = {"defcpupergpu", "defmempergpu"}
 
 
 def _global_values(view: View) -> dict[str, Any]:
@@ -150,6 +151,8 @@ def compare_settings(left: View, right: View) -> list[Difference]:
     for key in sorted(set(a) | set(b)):
         if key == "topologyplugin":
             continue  # the topology in use: compare_topology (topology.yaml needs no plugin)
+        if key in _INHERITED_LOWER:
+            continue  # each partition's: compare_partitions
         first = a[key] if key in a else normal_global(key, None, release)
         second = b[key] if key in b else normal_global(key, None, release)
         if first != second:
@@ -317,8 +320,15 @@ def compare_nodes(left: View, right: View) -> list[Difference]:
 # --- partitions -----------------------------------------------------------------------------
 
 
-def normal_partition(options: dict[str, Setting], hosts: list[str]) -> dict[str, Any]:
-    values = {key.lower(): setting.value.strip() for key, setting in options.items()}
+# slurm.conf's global values a partition takes where its line gives none.
+INHERITED = ("DefCpuPerGPU", "DefMemPerGPU")
+
+
+def normal_partition(
+    options: dict[str, Setting], hosts: list[str], inherited: dict[str, str] | None = None
+) -> dict[str, Any]:
+    values = {key.lower(): value for key, value in (inherited or {}).items()}
+    values.update({key.lower(): setting.value.strip() for key, setting in options.items()})
     exclusive = values.pop("exclusive", None)
     if exclusive is not None and exclusive.upper() == "NODE":
         values["oversubscribe"] = "EXCLUSIVE"
@@ -341,6 +351,10 @@ def normal_partition(options: dict[str, Setting], hosts: list[str]) -> dict[str,
     return out
 
 
+def _inherited(view: View) -> dict[str, str]:
+    return {key: value for key in INHERITED if (value := view.value(key)) is not None}
+
+
 def compare_partitions(left: View, right: View) -> list[Difference]:
     out: list[Difference] = []
     a = {p.name: p for p in left.partitions}
@@ -352,8 +366,8 @@ def compare_partitions(left: View, right: View) -> list[Difference]:
         if name not in a:
             out.append(Difference("partition", name, "", "", "defined"))
             continue
-        first = normal_partition(a[name].options, a[name].hosts)
-        second = normal_partition(b[name].options, b[name].hosts)
+        first = normal_partition(a[name].options, a[name].hosts, _inherited(left))
+        second = normal_partition(b[name].options, b[name].hosts, _inherited(right))
         for key in sorted(set(first) | set(second)):
             if first.get(key) != second.get(key):
                 if key == "nodes":
@@ -379,15 +393,18 @@ def compare_partitions(left: View, right: View) -> list[Difference]:
 GresEntry = tuple[str, str, str, int, frozenset[int]]  # name, type, device file ("" none), count, cores
 
 
-def normal_gres(lines: list[GresDef]) -> frozenset[GresEntry]:
+def normal_gres(lines: list[GresDef], cores_of_node: int | None = None) -> frozenset[GresEntry]:
     """A host's gres.conf lines as slurmd reads them: one entry per device file (a `File=` range
-    or one line per device alike), the counts of lines without a file added up per name and type."""
+    or one line per device alike), the counts of lines without a file added up per name and type;
+    a Cores= list naming a core beyond the node's (`cores_of_node`) left out, as slurmctld does."""
     entries: set[GresEntry] = set()
     counts: dict[tuple[str, str], int] = {}
     for line in lines:
         options = line.options
         name, kind = options.get("name", "").lower(), options.get("type", "")
         cores = frozenset(parse_cores(options["cores"])) if "cores" in options else frozenset()
+        if cores and cores_of_node is not None and max(cores) >= cores_of_node:
+            cores = frozenset()
         if "file" in options:
             entries.update((name, kind, device, 1, cores) for device in expand(options["file"]))
         else:
@@ -415,22 +432,26 @@ def compare_gres(left: View, right: View) -> list[Difference]:
     reaches it (or AutoDetect) changes nothing."""
     grouped: dict[tuple[str, str, str], list[str]] = {}
     cache: dict[tuple[int, ...], frozenset[GresEntry]] = {}
+    unread = set(unread_gres(left))
 
-    def normal(lines: list[GresDef]) -> frozenset[GresEntry]:
-        key = tuple(id(line) for line in lines)
+    def normal(lines: list[GresDef], definition: NodeDef) -> frozenset[GresEntry]:
+        key = (id(definition), *(id(line) for line in lines))
         if key not in cache:
-            cache[key] = normal_gres(lines)
+            layout = normal_node(definition)
+            cache[key] = normal_gres(lines, layout["sockets"] * layout["corespersocket"])
         return cache[key]
 
     for host, definition in left.hosts.items():
         other = right.hosts.get(host)
-        if other is None or not (_has_gpus(definition) or _has_gpus(other)) or host in unread_gres(left):
+        if other is None or not (_has_gpus(definition) or _has_gpus(other)) or host in unread:
             continue
-        a, b = normal(left.gres.get(host, [])), normal(right.gres.get(host, []))
+        a, b = normal(left.gres.get(host, []), definition), normal(right.gres.get(host, []), other)
         auto_a, auto_b = left.autodetect.get(host, "off"), right.autodetect.get(host, "off")
         if auto_a not in ("off", "no") and auto_a == auto_b:
-            # The driver gives slurmd the GPUs: lines without File= only repeat slurm.conf's Gres.
-            a, b = frozenset(e for e in a if e[2]), frozenset(e for e in b if e[2])
+            # The driver gives slurmd the GPUs and their type: lines without File= only repeat
+            # slurm.conf's Gres, and a line's files are checked against what it finds.
+            a = frozenset((e[0], "", e[2], e[3], e[4]) for e in a if e[2])
+            b = frozenset((e[0], "", e[2], e[3], e[4]) for e in b if e[2])
         if a != b:
             grouped.setdefault(("gres", _gres_text(a), _gres_text(b)), []).append(host)
         if auto_a != auto_b:

@@ -576,6 +576,30 @@ class GlobalImport:
             values = [v for v in values if v != "enable_configless"]
         self.simple("slurmctld_parameters", values, setting, [])
 
+    def key_defcpupergpu(self, settings: list[Setting]) -> None:
+        self.per_gpu(settings[-1])
+
+    def key_defmempergpu(self, settings: list[Setting]) -> None:
+        self.per_gpu(settings[-1])
+
+    def per_gpu(self, setting: Setting) -> None:
+        """A global DefCpuPerGPU/DefMemPerGPU: the default of every partition that gives none,
+        written on their lines (gpucluster writes these per partition)."""
+        if not setting.value.strip().isdigit():
+            self.g.refuse(setting, f"{setting.key}={setting.value}: a number")
+            return
+        if not self.view.partitions:
+            self.g.place(setting, DROPPED, reason="no partition takes it: slurm.conf defines none")
+            return
+        self.g.place(
+            setting,
+            MAPPED,
+            "cluster.partitions[].cpus_per_gpu"
+            if setting.key == "DefCpuPerGPU"
+            else "cluster.partitions[].memory_per_gpu_mb",
+            "slurm.conf's default of every partition that gives none: written on their lines",
+        )
+
     def key_grestypes(self, settings: list[Setting]) -> None:
         setting = settings[-1]
         types = [t.lower() for t in split_list(setting.value)]

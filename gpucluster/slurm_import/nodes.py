@@ -72,6 +72,7 @@ class NodeImport:
     entry_of_host: dict[str, dict[str, Any]] = field(default_factory=dict)
     refused_nodes: bool = False
     assumed_hosts: list[str] = field(default_factory=list)
+    ignored_cores: set[Any] = field(default_factory=set)
     # Placements made for a NodeName line before the node types had names: (first, last, a host).
     line_placements: list[tuple[int, int, str]] = field(default_factory=list)
 
@@ -303,8 +304,12 @@ class NodeImport:
                 )
             )
             self.line_placements.append((len(self.g.placements) - 1, len(self.g.placements), host))
+        detected = auto in ("nvml", "nvidia")
         for line in lines:
             kind = line.options.get("type")
+            # Under AutoDetect the driver names the type; a line without one only checks files.
+            if detected and kind is None:
+                continue
             if kind != model and not (kind is None and model is None):
                 self.g.problems.append(
                     _problem(
@@ -314,10 +319,11 @@ class NodeImport:
                     )
                 )
                 self.refused_nodes = True
-        if auto in ("nvml", "nvidia"):
+        if detected:
             spec["autodetect"] = auto
-            return spec
-        if auto not in ("off", "", "no"):
+            if not any("file" in line.options for line in lines):
+                return spec
+        if not detected and auto not in ("off", "", "no"):
             self.g.problems.append(
                 _problem(None, "AutoDetect", f"refused: AutoDetect={auto} (gpucluster knows nvml and nvidia)")
             )
@@ -364,9 +370,9 @@ class NodeImport:
                 )
             )
             self.refused_nodes = True
-        cores_of = [c for _, c in files]
+        cores_of = self.known_cores([c for _, c in files], layout, lines[0].where if lines else None)
         if all(c is None for c in cores_of):
-            if "sockets" in layout:
+            if "sockets" in layout and not detected:
                 spec["affinity"] = "none"
         elif any(c is None for c in cores_of):
             self.g.problems.append(
@@ -378,6 +384,29 @@ class NodeImport:
             if listed != default_affinity(layout, count):
                 spec["affinity"] = listed
         return spec
+
+    def known_cores(self, cores_of: list[str | None], layout: dict[str, Any], where: Any) -> list[str | None]:
+        """Each GPU's Cores= as slurmctld keeps them: a list naming a core the node does not have
+        (CPU ids for cores, as the old CPUs= were often written) is left out, as slurmctld does
+        (`invalid GRES core specification`)."""
+        total = _core_count(layout)
+        if total is None:
+            return cores_of
+        kept: list[str | None] = []
+        for cores in cores_of:
+            if cores is not None and max(parse_cores(cores)) >= total:
+                if where is not None and where not in self.ignored_cores:
+                    self.ignored_cores.add(where)
+                    self.g.placements.append(
+                        Placement(
+                            str(where), f"Cores={cores}", DROPPED,
+                            reason=f"the node has {total} cores (0-{total - 1}): slurmctld ignores the list "
+                            "(`invalid GRES core specification`)",
+                        )
+                    )  # fmt: skip
+                cores = None
+            kept.append(cores)
+        return kept
 
     def assumed_devices(
         self, host: str, spec: dict[str, Any], count: int, layout: dict[str, Any]
@@ -757,6 +786,11 @@ class NodeImport:
             )
         for key, setting in p.options.items():
             self.partition_option(out, key, setting, path)
+        for key, field_name in PER_GPU_GLOBALS.items():
+            value = self.view.value(key)
+            if value is not None and value.strip().isdigit() and key not in p.options:
+                # slurm.conf's global value is the default of every partition that gives none.
+                out[field_name] = int(value)
         self.per_gpu_defaults(out, p)
         return out
 
@@ -957,7 +991,7 @@ def _time(imp: NodeImport, out: dict[str, Any], setting: Setting, value: str) ->
     if not SLURM_TIME_RE.match(value):
         imp.g.refuse(setting, f"{value} is not a Slurm time")
         return None
-    if not (setting.key == "MaxTime" and value.upper() in ("UNLIMITED", "INFINITE", "-1")):
+    if not (setting.key == "MaxTime" and value.upper() == "UNLIMITED"):
         out["max_time" if setting.key == "MaxTime" else "default_time"] = value
     return NATIVE
 
@@ -1004,6 +1038,8 @@ def _state(imp: NodeImport, out: dict[str, Any], setting: Setting, value: str) -
     return NATIVE
 
 
+# slurm.conf's global per-GPU defaults: what each partition that gives none of its own takes.
+PER_GPU_GLOBALS = {"DefCpuPerGPU": "cpus_per_gpu", "DefMemPerGPU": "memory_per_gpu_mb"}
 # PartitionName options whose value the model holds in other terms than the table's kind.
 PARTITION_OPTIONS: dict[str, Any] = {
     "Default": _default,
@@ -1017,6 +1053,14 @@ PARTITION_OPTIONS: dict[str, Any] = {
     "State": _state,
 }
 _DEFAULT_REASON = {DEFAULT: "Slurm's default (UNLIMITED)"}
+
+
+def _core_count(layout: dict[str, Any]) -> int | None:
+    if "sockets" in layout:
+        return int(layout["sockets"]) * int(layout.get("cores_per_socket") or 1)
+    if "cpus" in layout:
+        return int(layout["cpus"]) // int(layout.get("threads_per_core", 1))
+    return None
 
 
 def _device_count(lines: list[Any]) -> int:
