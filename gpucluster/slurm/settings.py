@@ -17,6 +17,12 @@ POWER_SAVE_KEYS = {
 }
 
 
+def slurm_cluster_name(spec: ClusterSpec) -> str:
+    """The cluster's name as Slurm knows it (sacctmgr, accounting): slurm.conf's ClusterName in
+    lower case, which is what slurmctld makes of it."""
+    return (spec.slurm.cluster_name or spec.name).lower()
+
+
 def fair_share_priority(spec: ClusterSpec) -> bool:
     """Tenants share bare-metal Slurm by fair-share: accounting holds their associations."""
     return spec.slurm.accounting is not None and bool(spec.tenants)

@@ -193,7 +193,10 @@ def test_extra_keys_are_those_of_the_target_release(inventories: InventoryFactor
         edited(
             inventories,
             extra(
-                SelectTypeParameter="CR_Core", SchedulerType="sched/builtin", KillWait=30, AuthType="auth/none"
+                SelectTypeParameter="CR_Core",
+                SchedulerType="sched/builtin",
+                KillWait=30,
+                AuthType="auth/none",
             ),
         )
     )
