@@ -71,14 +71,17 @@ CGROUP_REMOVED = {
     ),
     "alloweddevicesfile": (
         "22.05",
-        "22.05 removed cgroup_allowed_devices_file.conf: every device is allowed but the GPUs gres.conf names",
+        "Slurm 22.05 removed AllowedDevicesFile: every device is allowed but the GPUs gres.conf names",
     ),
-    "cgroupautomount": ("23.11", "23.11 removed CgroupAutomount: the kernel mounts the cgroup filesystem"),
-    "constrainkmemspace": ("23.11", "23.11 removed the kernel memory limits"),
-    "allowedkmemspace": ("23.11", "23.11 removed the kernel memory limits"),
-    "maxkmempercent": ("23.11", "23.11 removed the kernel memory limits"),
-    "minkmemspace": ("23.11", "23.11 removed the kernel memory limits"),
-    "taskaffinity": ("21.08", "21.08 removed TaskAffinity; no was its default"),
+    "cgroupautomount": (
+        "23.11",
+        "Slurm 23.11 removed CgroupAutomount: the kernel mounts the cgroup filesystem",
+    ),
+    "constrainkmemspace": ("23.11", "Slurm 23.11 removed the kernel memory limits"),
+    "allowedkmemspace": ("23.11", "Slurm 23.11 removed the kernel memory limits"),
+    "maxkmempercent": ("23.11", "Slurm 23.11 removed the kernel memory limits"),
+    "minkmemspace": ("23.11", "Slurm 23.11 removed the kernel memory limits"),
+    "taskaffinity": ("21.08", "Slurm 21.08 removed TaskAffinity; no was its default"),
 }
 
 DEBUG_LEVELS = ("quiet", "fatal", "error", "info", "verbose", "debug", "debug2", "debug3", "debug4", "debug5")
@@ -187,7 +190,7 @@ def translate_cgroup(key: str, value: str, target: Release) -> Translation | Non
             "TaskPlugin does it",
             ("TaskPlugin", "task/affinity"),
         )
-    return _dropped(f"Slurm {removed[1]}")
+    return _dropped(removed[1])
 
 
 def translate_partition(key: str, value: str) -> Translation | None:

@@ -300,8 +300,8 @@ class ViewBuilder:
     def store(self, option: Option, translation: Translation | None, written: str) -> None:
         key = self.keys.get(option.lower, option.key)
         value = canonical_value(key, option.value, self.release)
-        if value != option.value and not written:
-            written = f"{option.key}={option.value}"
+        if (value != option.value or key != option.key) and not written:
+            written = f"{option.key}={option.value}"  # as the file wrote it
         setting = Setting(key, value, option.where, written, translation)
         several = key in MULTI_KEYS or (key in SEVERAL_PROLOGS and self.release.several_prologs)
         earlier_setting = self.view.settings.get(key)

@@ -249,9 +249,11 @@ def effective_gres(view: View, host: str, gres: frozenset[str]) -> frozenset[str
     specification in gres.conf having a Type option, while the GRES specification in slurm.conf
     does not")."""
     untyped = [item for item in gres if item.startswith("gpu:") and item.count(":") == 1]
-    if len(untyped) != 1 or view.autodetect.get(host, "off") not in ("off", "no"):
+    if len(untyped) != 1:
         return gres
     devices = [e for e in normal_gres(view.gres.get(host, [])) if e[0] == "gpu"]
+    if view.autodetect.get(host, "off") not in ("off", "no"):
+        devices = [e for e in devices if e[2]]  # the lines that check what the driver finds
     types = {e[1] for e in devices}
     count = sum(e[3] for e in devices)
     if len(types) != 1 or "" in types or f"gpu:{count}" != untyped[0]:
@@ -366,8 +368,9 @@ def compare_partitions(left: View, right: View) -> list[Difference]:
         if name not in a:
             out.append(Difference("partition", name, "", "", "defined"))
             continue
-        first = normal_partition(a[name].options, a[name].hosts, _inherited(left))
-        second = normal_partition(b[name].options, b[name].hosts, _inherited(right))
+        gpus = any(_has_gpus(left.hosts.get(h)) for h in a[name].hosts)
+        first = normal_partition(a[name].options, a[name].hosts, _inherited(left) if gpus else None)
+        second = normal_partition(b[name].options, b[name].hosts, _inherited(right) if gpus else None)
         for key in sorted(set(first) | set(second)):
             if first.get(key) != second.get(key):
                 if key == "nodes":

@@ -208,16 +208,10 @@ class GlobalImport:
             return
         controllers = list(self.g.slurm.get("controller", []))
         given = accounting.get("host")
+        written = f"AccountingStorageHost={given}"
         if given is None:
             given = "localhost"
-            self.g.placements.append(
-                Placement(
-                    "",
-                    "AccountingStorageHost (left out: localhost)",
-                    DEFAULT,
-                    reason="Slurm's default (localhost)",
-                )
-            )
+            written = "AccountingStorageHost (left out: Slurm's default, localhost)"
         by_address = {self.g.addresses.get(c, {}).get(CONTROLLER_ADDR): c for c in controllers}
         virtual = self.value("SlurmctldAddr")
         if virtual and controllers:
@@ -233,7 +227,7 @@ class GlobalImport:
         self.g.placements.append(
             Placement(
                 "",
-                f"AccountingStorageHost={given}",
+                written,
                 NATIVE,
                 f"{SLURM}.accounting.host {host} and hosts.yml {host}: {DBD_ADDR}",
                 f"slurmdbd runs on the controller {host}, which slurmctld reaches as {given}",

@@ -72,6 +72,7 @@ class NodeImport:
     entry_of_host: dict[str, dict[str, Any]] = field(default_factory=dict)
     refused_nodes: bool = False
     assumed_hosts: list[str] = field(default_factory=list)
+    records_gpus: dict[str, bool] = field(default_factory=dict)  # host -> whether it has GPUs
     ignored_cores: set[Any] = field(default_factory=set)
     # Placements made for a NodeName line before the node types had names: (first, last, a host).
     line_placements: list[tuple[int, int, str]] = field(default_factory=list)
@@ -495,6 +496,7 @@ class NodeImport:
             if gres_key not in spec_cache:
                 spec_cache[gres_key] = self.gpu_spec(host, hardware, layout)
             records[host] = (hardware, layout, spec_cache[gres_key])
+            self.records_gpus[host] = spec_cache[gres_key] is not None
         if self.refused_nodes:
             return
         self.place_assumed()
@@ -786,9 +788,10 @@ class NodeImport:
             )
         for key, setting in p.options.items():
             self.partition_option(out, key, setting, path)
+        gpu_partition = any(self.records_gpus.get(h) for h in p.hosts)
         for key, field_name in PER_GPU_GLOBALS.items():
             value = self.view.value(key)
-            if value is not None and value.strip().isdigit() and key not in p.options:
+            if gpu_partition and value is not None and value.strip().isdigit() and key not in p.options:
                 # slurm.conf's global value is the default of every partition that gives none.
                 out[field_name] = int(value)
         self.per_gpu_defaults(out, p)
