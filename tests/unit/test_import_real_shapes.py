@@ -146,7 +146,7 @@ CASES = {
         ),
         version="22.05",
         rendered=("AccountingStorageHost=dbhost", "AccountingStoragePort=7031"),
-    ),  # fmt: skip
+    ),
     "AccountingStorageLoc": Case(
         HEAD + "AccountingStorageType=accounting_storage/slurmdbd\nAccountingStorageHost=head\n"
         "AccountingStorageLoc=slurm_acct_db\n" + NODES,
