@@ -26,8 +26,10 @@ TOPOLOGY_RECORDS = ("SwitchName", "BlockName")
 # gres.conf: each line is a record of its own, whatever its first key.
 EVERY_LINE = ("*",)
 INCLUDE_RE = re.compile(r"^\s*include\s+(\S.*?)\s*$", re.IGNORECASE)
-# Includes nest at most this deep (Slurm's own limit is smaller; a loop ends here).
+# Includes nest at most this deep (Slurm's own limit is smaller), and one configuration reads at
+# most this many files; a file that includes itself again (a loop) is refused at once.
 MAX_INCLUDE_DEPTH = 16
+MAX_FILES = 256
 
 
 @dataclass(frozen=True)
@@ -189,11 +191,21 @@ class Reader:
         self.problems = problems
         self.display = display  # path -> how problems name it
         self.cluster_name = ""
+        self.reading: list[Path] = []  # the chain of files being read (an include loop ends there)
+        self.files_read = 0
 
     def name_of(self, path: Path) -> str:
         return self.display.get(path, str(path))
 
     def read(self, path: Path, conf: ConfFile | None = None, depth: int = 0) -> ConfFile:
+        self.reading.append(path.resolve())
+        self.files_read += 1
+        try:
+            return self._read(path, conf, depth)
+        finally:
+            self.reading.pop()
+
+    def _read(self, path: Path, conf: ConfFile | None, depth: int) -> ConfFile:
         conf = conf if conf is not None else ConfFile()
         shown = self.name_of(path)
         try:
@@ -225,6 +237,11 @@ class Reader:
         return conf
 
     def include(self, path: Path, name: str, where: Where, conf: ConfFile, depth: int) -> None:
+        if self.files_read >= MAX_FILES:
+            self.problems.append(
+                Problem(where.file, "include", f"more than {MAX_FILES} files included in all", where.line)
+            )
+            return
         if depth >= MAX_INCLUDE_DEPTH:
             self.problems.append(
                 Problem(where.file, "include", f"includes nest deeper than {MAX_INCLUDE_DEPTH}", where.line)
@@ -247,6 +264,13 @@ class Reader:
             )
             return
         self.display.setdefault(found, str(found))
+        if found.resolve() in self.reading:
+            self.problems.append(
+                Problem(
+                    where.file, "include", f"`{name}` includes itself again (an include loop)", where.line
+                )
+            )
+            return
         self.read(found, conf, depth + 1)
 
 
@@ -278,7 +302,7 @@ PLUGSTACK_WORDS = ("required", "optional", "include")
 
 
 def read_plugstack(
-    path: Path, problems: list[Problem], display: dict[Path, str], depth: int = 0
+    path: Path, problems: list[Problem], display: dict[Path, str], chain: tuple[Path, ...] = ()
 ) -> list[tuple[str, Where]]:
     """plugstack.conf as slurmd reads it (src/common/plugstack.c): `required|optional PLUGIN
     [ARGS]` lines, `#` comments, `include PATTERN` globs (relative to the including file). An
@@ -303,12 +327,21 @@ def read_plugstack(
             out.append((" ".join(words), where))
             continue
         found = _plugstack_include(path, words[1])
-        if not found or depth >= MAX_INCLUDE_DEPTH:
+        chain_here = (*chain, path.resolve())
+        looping = [p for p in found if p.resolve() in chain_here]
+        if looping or len(chain_here) > MAX_INCLUDE_DEPTH:
+            problems.append(
+                Problem(
+                    shown, "include", f"`{words[1]}` includes a file being read (an include loop)", number
+                )
+            )
+            continue
+        if not found:
             out.append((" ".join(words), where))
             continue
         for included in found:
             display.setdefault(included, str(included))
-            out += read_plugstack(included, problems, display, depth + 1)
+            out += read_plugstack(included, problems, display, chain_here)
     return out
 
 

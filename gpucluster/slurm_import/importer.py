@@ -594,6 +594,20 @@ class GlobalImport:
             "slurm.conf's default of every partition that gives none: written on their lines",
         )
 
+    def key_plugindir(self, settings: list[Setting]) -> None:
+        """PluginDir names where the site's own build keeps its plugins; the packages gpucluster
+        installs look where they were built to (Debian's: /usr/lib/<multiarch>/slurm-wlm), and
+        hold no plugin at the site's path. Left out on purpose, and said so."""
+        setting = settings[-1]
+        self.g.place(
+            setting,
+            MAPPED,
+            "the packages' own PluginDir",
+            f"left out: the Slurm packages of {self.release.name} that gpucluster installs keep their plugins "
+            "where their build looks (Debian: /usr/lib/<multiarch>/slurm-wlm)",
+        )
+        self.g.adjusted.add("PluginDir")
+
     def key_grestypes(self, settings: list[Setting]) -> None:
         setting = settings[-1]
         types = [t.lower() for t in split_list(setting.value)]

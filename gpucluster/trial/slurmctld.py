@@ -215,12 +215,24 @@ def _slurmdbd_conf(
     )
 
 
+# Files slurmctld writes, and where the sandbox keeps them (its private tmpfs).
+_PRIVATE_PATHS = {
+    "StateSaveLocation": DEFAULT_STATE_SAVE_LOCATION,
+    "SlurmctldLogFile": "/var/log/slurm/slurmctld.log",
+    "SlurmSchedLogFile": "/var/log/slurm/sched.log",
+}
+
+
 def _private_state_dir(slurm_conf: str) -> str:
-    """The sandbox keeps slurmctld's state in its private tmpfs: a site's shared StateSaveLocation
-    (e.g. /shared/slurmctld) does not exist here, and creating it would touch the real filesystem."""
-    return re.sub(
-        r"^StateSaveLocation=.*$", f"StateSaveLocation={DEFAULT_STATE_SAVE_LOCATION}", slurm_conf, flags=re.M
-    )
+    """The sandbox keeps slurmctld's state and logs in its private tmpfs: a site's shared
+    StateSaveLocation (e.g. /shared/slurmctld) or a log under /opt does not exist here, and
+    creating them would touch the real filesystem."""
+    for key, path in _PRIVATE_PATHS.items():
+        slurm_conf = re.sub(rf"^{key}=.*$", f"{key}={path}", slurm_conf, flags=re.M)
+    if not re.search(r"^SlurmctldLogFile=", slurm_conf, flags=re.M):
+        # Left out, slurmctld logs to syslog: the trial reads its verdict from the file.
+        slurm_conf += f"SlurmctldLogFile={_PRIVATE_PATHS['SlurmctldLogFile']}\n"
+    return slurm_conf
 
 
 def jwt_plugin_installed() -> bool:
