@@ -774,6 +774,12 @@ class Timeouts(Strict):
     resv_over_run: Annotated[int, Field(ge=0)] | None = spec(
         "ResvOverRun, minutes (default 0).", Update.RECONFIGURE, default=None
     )
+    complete_wait: Annotated[int, Field(ge=0, le=65533)] | None = spec(
+        "CompleteWait: seconds no new job is scheduled while a job completes, to keep jobs on the "
+        "nodes just used (default 0: start pending jobs at once).",
+        Update.RECONFIGURE,
+        default=None,
+    )
 
 
 class Preemption(Strict):
