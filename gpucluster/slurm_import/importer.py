@@ -26,7 +26,7 @@ from gpucluster.slurm import keys
 from gpucluster.slurm.defaults import CGROUP_DEFAULTS, global_default, minutes
 from gpucluster.slurm.settings import POWER_SAVE_KEYS, PRIORITY_KEYS, TIMEOUT_KEYS
 from gpucluster.slurm.view import Setting, View, split_list
-from gpucluster.slurm.written import FIXED, MODELLED
+from gpucluster.slurm.written import FIXED
 from gpucluster.slurm_import.compare import normal_global
 
 NATIVE, EXTRA, MAPPED, DROPPED, DEFAULT, ASSUMED, REFUSED = (
