@@ -241,6 +241,7 @@ SLURM_CONF_KEYS = (
     _g("EpilogMsgTime", f"{S}.timeouts.epilog_msg_time", NUMBER, "2000"),
     _g("GetEnvTimeout", f"{S}.timeouts.get_env", NUMBER, "120"),
     _g("ResvOverRun", f"{S}.timeouts.resv_over_run", NUMBER, "0"),
+    _g("CompleteWait", f"{S}.timeouts.complete_wait", NUMBER, "0"),
     # Written on each GPU partition's line: a global one would say something else than they do.
     _g("DefCpuPerGPU", kind=NUMBER, written_by=PER_GPU, when=_has_gpus),
     _g("DefMemPerGPU", kind=NUMBER, written_by=PER_GPU, when=_has_gpus),
@@ -263,7 +264,6 @@ SLURM_CONF_KEYS = (
     _g("GroupUpdateForce", kind=NUMBER, default="1"),
     _g("TmpFS", kind=PATH, default="/tmp"),
     _g("SchedulerTimeSlice", kind=NUMBER, default="30"),
-    _g("CompleteWait", kind=NUMBER, default="0"),
     _g("VSizeFactor", kind=NUMBER, default="0"),
     _g("UsePAM", kind=UPPER, default="0"),
     _g("JobCompType", kind=PLUGIN, plugin="jobcomp", default="jobcomp/none"),

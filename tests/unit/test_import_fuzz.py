@@ -62,7 +62,12 @@ OTHER_FILES = {
         "NodeName=nosuch Name=gpu",
         "Name=gpu File=/dev/dri/card0",
     ],
-    "topology.conf": ["SwitchName=s1 Nodes=n[1-2],ghost", "SwitchName=s2 Switches=s[1-3]", "SwitchName=s3", "Foo=bar"],
+    "topology.conf": [
+        "SwitchName=s1 Nodes=n[1-2],ghost",
+        "SwitchName=s2 Switches=s[1-3]",
+        "SwitchName=s3",
+        "Foo=bar",
+    ],
     "cgroup.conf": ["ConstrainCores=yes", "TaskAffinity=maybe", "CgroupPlugin=cgroup/v3", "Bogus=1"],
     "plugstack.conf": ["required", "include plugstack.conf", "optional /x.so a b", "bogus line"],
 }
@@ -77,7 +82,9 @@ def site(draw: st.DrawFn) -> dict[str, str]:
     def lines(pool: list[str], most: int) -> str:
         chosen = draw(st.lists(st.sampled_from(pool), max_size=most))
         cuts = draw(st.lists(st.integers(0, 12), min_size=len(chosen), max_size=len(chosen)))
-        return "\n".join(_truncated(line, cut) if cut > 8 else line for line, cut in zip(chosen, cuts, strict=True))
+        return "\n".join(
+            _truncated(line, cut) if cut > 8 else line for line, cut in zip(chosen, cuts, strict=True)
+        )
 
     # Half start from a file the import takes, so that the random lines reach past the parser.
     base = draw(st.sampled_from(["", HEAD + NODES, HEAD + "GresTypes=gpu\n" + GPU_NODES]))
@@ -103,7 +110,9 @@ def _import(root: Path, files: dict[str, str], version: str = "24.11") -> None:
 
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(site())
-def test_random_site_files_import_or_are_refused(tmp_path_factory: pytest.TempPathFactory, files: dict[str, str]) -> None:
+def test_random_site_files_import_or_are_refused(
+    tmp_path_factory: pytest.TempPathFactory, files: dict[str, str]
+) -> None:
     started = time.monotonic()
     _import(tmp_path_factory.mktemp("fuzz"), files)
     assert time.monotonic() - started < 20
@@ -140,7 +149,9 @@ def test_a_hundred_thousand_nodes_in_bounded_time(tmp_path: Path) -> None:
     the bound of the speed test's size scaled, or refused with the line; and one more than that is
     refused, not expanded."""
     started = time.monotonic()
-    big = HEAD + "NodeName=n[000001-100000] CPUs=8 RealMemory=16000\nPartitionName=all Nodes=ALL Default=YES\n"
+    big = (
+        HEAD + "NodeName=n[000001-100000] CPUs=8 RealMemory=16000\nPartitionName=all Nodes=ALL Default=YES\n"
+    )
     etc = tmp_path / "etc"
     etc.mkdir()
     (etc / "slurm.conf").write_text(big)
