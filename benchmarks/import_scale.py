@@ -5,7 +5,7 @@ spine under one core): its slurm.conf, gres.conf and topology.conf, as gpucluste
 are written to a directory and imported from there. Prints, per size, the best of 3 in-process
 seconds of the render (validate + render the Slurm files, as render_scale.py measures it) and of
 the import (read the files, make the inventory, write it and load it back as any inventory), and
-their ratio; the issue asks for at most 3x at 16,384 nodes.
+their ratio; issue 36 asks for at most 1.5x at 16,384 nodes (issue 29 asked 3x).
 
     python benchmarks/import_scale.py [--sizes 16384] [--check]
 """
@@ -28,7 +28,7 @@ from gpucluster.slurm_import.adopt import write_inventory as write_imported
 # `python benchmarks/import_scale.py` has benchmarks/ first on its path.
 from render_scale import write_inventory  # isort: skip
 
-LIMIT = 3.0
+LIMIT = 1.5
 
 
 def render_seconds(directory: Path) -> tuple[float, dict[str, str]]:

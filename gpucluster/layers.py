@@ -25,8 +25,8 @@ from gpucluster.checks.fabric import (
     check_topology_default,
     core_warnings,
 )
-from gpucluster.checks.hosts import check_controllers, check_gpu_devices, check_roles
-from gpucluster.checks.partitions import check_default_partition, check_partitioned
+from gpucluster.checks.hosts import check_addresses, check_controllers, check_gpu_devices, check_roles
+from gpucluster.checks.partitions import check_default_partition, check_partitioned, partition_warnings
 from gpucluster.checks.storage import check_storage
 from gpucluster.checks.tenants import check_quotas, check_tenant_cycles, check_tenants
 from gpucluster.checks.users import check_users
@@ -119,10 +119,13 @@ CHECKS: tuple[Check, ...] = (
     Check("Slurm: power saving", slurm.check_power_save),
     Check("Slurm: keys of the release", slurm.check_release_keys),
     Check("Slurm: node and partition options", slurm.check_options),
+    Check("Slurm: values Slurm reads back", slurm.check_values),
+    Check("Slurm: the site's SPANK plugins", slurm.check_plugstack),
     Check("GPU node software", check_node_software),
     Check("shared storage: mounts and their hosts", check_storage),
     Check("Slurm: the controllers' shared state", slurm.check_state_save),  # reads storage_hosts
     Check("every host has a part", check_roles),
+    Check("addresses of the hosts for Slurm", check_addresses),
     Check("Kubernetes", _layer_check("gpucluster.k8s.checks:check_kubernetes"), "kubernetes"),
     # After Kubernetes: the cloud checks read the Kubernetes section (who owns the GPU driver).
     Check("cloud", _layer_check("gpucluster.cloud.guardrails:check_cloud"), "cloud"),
@@ -272,7 +275,7 @@ def layers_of(cluster: Cluster) -> list[Layer]:
 def layer_warnings(cluster: Cluster) -> list[Problem]:
     """What the core and the layers of a valid cluster find worth a warning (printed, never an
     exit code)."""
-    found: list[Problem] = core_warnings(cluster)
+    found: list[Problem] = core_warnings(cluster) + partition_warnings(cluster)
     for layer in layers_of(cluster):
         if layer.warnings:
             found += load_ref(layer.warnings)(cluster)

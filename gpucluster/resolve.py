@@ -251,13 +251,20 @@ def resolve_tree(r: Resolution) -> None:
     parents: dict[str, str] = {}
     leaf_of: dict[str, str] = {}
     switches: dict[str, Switch] = {}
+    placeholders = set(r.spec.fabric.placeholder_nodes)
+    used: set[str] = set()
     for switch, children in tree.items():
         parts: list[str | int] = ["fabric", "tree", switch]
         if switch in r.group_names or switch in r.inv.hostvars:
             r.fail(parts, f"switch `{switch}` has the name of an inventory host or group")
         child_switches: list[str] = []
         nodes: dict[str, None] = {}
+        unknown: list[str] = []
         for n, child in enumerate(children):
+            if child in placeholders and child not in tree:
+                unknown.append(child)
+                used.add(child)
+                continue
             if child in tree:
                 if child in parents:
                     r.fail([*parts, n], f"switch `{child}` is already a child of `{parents[child]}`")
@@ -274,13 +281,23 @@ def resolve_tree(r: Resolution) -> None:
                     continue
                 leaf_of[host] = switch
                 nodes.setdefault(host, None)
-        if child_switches and nodes:
+        if child_switches and (nodes or unknown):
             r.fail(parts, "a switch has either child switches or hosts, not both")
-        if not child_switches and not nodes and children:
+        if not child_switches and not nodes and not unknown and children:
             continue
         if not children:
             r.fail(parts, "switch has no children")
-        switches[switch] = Switch(switch, tuple(sorted(child_switches)), tuple(sort_hosts(nodes)))
+        switches[switch] = Switch(
+            switch, tuple(sorted(child_switches)), tuple(sort_hosts(nodes)), tuple(sort_hosts(unknown))
+        )
+    for index, name in enumerate(r.spec.fabric.placeholder_nodes):
+        if name in r.group_names or name in r.inv.hostvars:
+            r.fail(
+                ["fabric", "placeholder_nodes", index],
+                f"`{name}` is an inventory host or group: name it in the tree",
+            )
+        elif name not in used:
+            r.fail(["fabric", "placeholder_nodes", index], f"no leaf switch of the tree lists `{name}`")
     # Walk up from every switch; a revisit means a cycle. A switch already walked up from
     # reaches the top: walking on from it finds nothing new (linear time on a long chain).
     rooted: set[str] = set()
@@ -300,9 +317,23 @@ def resolve_tree(r: Resolution) -> None:
             trail.append(current)
             on_trail.add(current)
         rooted.update(trail)
-    missing = [h for h in cluster.node_type_of if h not in leaf_of]
+    outside: set[str] = set()
+    for index, name in enumerate(r.spec.fabric.outside_tree):
+        hosts = r.hosts_of(name, ["fabric", "outside_tree", index]) or []
+        under = [h for h in hosts if h in leaf_of]
+        if under:
+            r.fail(
+                ["fabric", "outside_tree", index],
+                f"{compress(under)} are under a leaf switch: remove `{name}` here",
+            )
+        outside.update(hosts)
+    missing = [h for h in cluster.node_type_of if h not in leaf_of and h not in outside]
     if missing:
-        r.fail(["fabric", "tree"], f"host(s) under no leaf switch: {compress(missing)}")
+        r.fail(
+            ["fabric", "tree"],
+            f"host(s) under no leaf switch: {compress(missing)} (put them under one, or name them in "
+            "fabric.outside_tree if they are outside the switch tree on purpose)",
+        )
     cluster.switches = [switches[name] for name in sorted(switches)]
     path_of: dict[str, tuple[str, ...]] = {}  # per leaf switch, shared by its hosts
     for host, leaf in leaf_of.items():

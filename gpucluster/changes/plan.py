@@ -21,7 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from gpucluster.changes.procedures import CONFIRM, host_change_class, needs_restart, procedures
+from gpucluster.changes.procedures import CONFIRM, host_change_class, procedures
 from gpucluster.changes.records import (
     SEVERITY,
     Change,
@@ -41,6 +41,7 @@ from gpucluster.model.base import Owner, Update
 from gpucluster.model.cluster import Cluster
 from gpucluster.model.spec import ClusterSpec
 from gpucluster.resolved import resolved_view
+from gpucluster.slurm.keys import needs_restart
 
 # What each part of the resolved model may change among the rendered files (fnmatch patterns; the
 # first matching prefix wins). tests/unit/test_plan_pairs.py checks on thousands of random pairs

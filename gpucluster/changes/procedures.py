@@ -22,7 +22,6 @@ step is something a person can paste, and playbooks/slurm.yml carries it out its
 
 from __future__ import annotations
 
-import re
 import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -38,33 +37,6 @@ from gpucluster.model.storage import filesystem_of
 if TYPE_CHECKING:
     from gpucluster.model.cluster import Cluster
     from gpucluster.model.storage import SharedFilesystem
-
-# slurm.conf keys whose change the playbook applies by restarting slurmctld and every slurmd on
-# every release (roles/slurm_common/defaults/main.yml, slurm_common_restart_keys: the same list,
-# which tests/roles/test_procedure_modules.py holds them to): a `slurm.extra` key among them needs a
-# restart, not the reconfigure of the other extra keys.
-RESTART_KEYS = (
-    "SlurmctldHost",
-    "AccountingStorageHost",
-    "ControlMachine",
-    "BackupController",
-    r"\w+Type",
-    "TaskPlugin",
-    "GresTypes",
-    r"\w+Port",
-    "SelectTypeParameters",
-    "SlurmdParameters",
-    "SlurmctldParameters",
-    "PrologFlags",
-    "SlurmUser",
-    "StateSaveLocation",
-    "SlurmdSpoolDir",
-    r"AuthAlt\w+",
-)
-
-
-def needs_restart(key: str) -> bool:
-    return any(re.fullmatch(pattern, key) for pattern in RESTART_KEYS)
 
 
 # The variable that lets playbooks/slurm.yml carry out a change that ends jobs.

@@ -43,11 +43,29 @@ def split_tree_messages(cluster: Cluster) -> list[str]:
 def core_warnings(cluster: Cluster) -> list[Problem]:
     """What the core finds valid but worth a word (printed as warnings, exit code 0)."""
     warnings = []
-    if cluster.spec.fabric.separate_trees:
-        file = cluster.inventory.cluster_file
+    fabric = cluster.spec.fabric
+    file = cluster.inventory.cluster_file
+    if fabric.separate_trees:
         for message in split_tree_messages(cluster):
             warnings.append(
                 file.problem("cluster.fabric.separate_trees", message + " (separate on purpose, as set here)")
+            )
+    if fabric.placeholder_nodes:
+        warnings.append(
+            file.problem(
+                "cluster.fabric.placeholder_nodes",
+                f"topology.conf names {compress(list(fabric.placeholder_nodes))}, which are no Slurm node: "
+                "slurmctld logs `Invalid hostnames in switch configuration` and ignores them",
+            )
+        )
+    if fabric.tree and fabric.outside_tree:
+        left = sort_hosts(h for h in cluster.node_type_of if h not in cluster.switch_path)
+        if left:
+            warnings.append(
+                file.problem(
+                    "cluster.fabric.outside_tree",
+                    f"{compress(left)} are under no leaf switch: no job that spans switches runs there",
+                )
             )
     return warnings
 

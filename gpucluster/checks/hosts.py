@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+import re
+
 from gpucluster.hostlists import compress
 from gpucluster.model.cluster import device_list_problem
-from gpucluster.model.spec import NodeType
+from gpucluster.model.spec import (
+    CONTROLLER_ADDR,
+    DBD_ADDR,
+    NODE_ADDR,
+    NODE_HOSTNAME,
+    SLURM_ADDRESS_VARS,
+    NodeType,
+)
 from gpucluster.resolve import Resolution
 
 
@@ -75,3 +84,32 @@ def check_roles(r: Resolution) -> None:
                 "remove them)",
             )
         )
+
+
+_ADDRESS_RE = re.compile(r"^[A-Za-z0-9_.:%-]+$")
+
+
+def check_addresses(r: Resolution) -> None:
+    """The addresses hosts.yml gives Slurm's daemons: one name or IP address each (no blank,
+    comma or bracket: Slurm reads them as hostlists), on the hosts that have that part."""
+    slurm = r.spec.slurm
+    holders = {
+        NODE_ADDR: set(r.cluster.node_type_of),
+        NODE_HOSTNAME: set(r.cluster.node_type_of),
+        CONTROLLER_ADDR: set(slurm.controller),
+        DBD_ADDR: {slurm.accounting.host} if slurm.accounting else set(),
+    }
+    for host, variables in r.inv.hostvars.items():
+        for var, who in SLURM_ADDRESS_VARS.items():
+            if var not in variables:
+                continue
+            value = variables[var]
+            path = f"{r.inv.declared_at.get(host, 'all')}.{var}"
+            if not isinstance(value, str) or not _ADDRESS_RE.match(value):
+                r.problems.append(
+                    r.inv.hosts_file.problem(path, f"{host}: {var} must be one host name or IP address")
+                )
+            elif host not in holders[var]:
+                r.problems.append(
+                    r.inv.hosts_file.problem(path, f"{host}: {var} is for {who}, which it is not")
+                )

@@ -72,11 +72,24 @@ def check_backing(checker: CheckContext, index: int, fs: SharedFilesystem, hosts
         )
 
 
+# Directories of the system whose own subdirectories are the system's too; below the others of
+# SYSTEM_DIRS (/var) only these: a site's state or spool directory under /var/lib may be a mount.
+_WHOLE = ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib64", "/proc", "/run", "/sbin", "/sys", "/usr")
+_VAR_SYSTEM = ("/var/lib", "/var/log", "/var/cache", "/var/spool", "/var/tmp", "/var/run")
+
+
+def _hides(mount: str, system: str) -> bool:
+    """A filesystem mounted at `mount` hides files of the system directory `system`."""
+    if system in _WHOLE:
+        return below(mount, system)
+    return mount == system or mount in _VAR_SYSTEM or below(mount, "/var/run")
+
+
 def check_mount_point(
     checker: CheckContext, index: int, fs: SharedFilesystem, mounts: dict[str, int]
 ) -> None:
     parts: list[str | int] = ["storage", index, "mount"]
-    system = "/" if fs.mount == "/" else next((d for d in SYSTEM_DIRS if below(fs.mount, d)), None)
+    system = "/" if fs.mount == "/" else next((d for d in SYSTEM_DIRS if _hides(fs.mount, d)), None)
     if system is not None:
         checker.fail(parts, f"{fs.mount} is a directory of the system ({system}): mount it elsewhere")
         return

@@ -10,7 +10,9 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 NAME_RE = r"^[A-Za-z][A-Za-z0-9_.-]*$"
-SLURM_TIME_RE = re.compile(r"^(UNLIMITED|INFINITE|\d+|\d+:\d{2}(:\d{2})?|\d+-\d+(:\d{2}(:\d{2})?)?)$")
+# A time as Slurm reads it (parse_time.c time_str2secs): minutes, M:S, H:M:S, D-H, D-H:M, D-H:M:S
+# (fields of any number of digits), or UNLIMITED, INFINITE, -1, in any case.
+SLURM_TIME_RE = re.compile(r"^(UNLIMITED|INFINITE|-1|\d+(:\d+){0,2}|\d+-\d+(:\d+){0,2})$", re.IGNORECASE)
 
 
 class Owner(StrEnum):

@@ -25,6 +25,8 @@ class Switch:
     name: str
     switches: tuple[str, ...]
     nodes: tuple[str, ...]
+    # Names the site's topology lists under this leaf that are no Slurm node (fabric.placeholder_nodes).
+    placeholders: tuple[str, ...] = ()
 
 
 @dataclass

@@ -324,6 +324,21 @@ class Fabric(Strict):
         Update.RENDER_ONLY,
         default=False,
     )
+    outside_tree: list[str] = spec(
+        "Inventory hosts or groups that are Slurm nodes under no leaf switch, on purpose (as a "
+        "site's topology.conf may leave some out): Slurm places no job that spans switches on "
+        "them. Off the list, a node under no leaf switch is refused; on it, a warning.",
+        Update.RECONFIGURE,
+        default_factory=list,
+    )
+    placeholder_nodes: list[Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")]] = spec(
+        "Names a leaf switch of `tree` lists that are no Slurm node (a site's topology.conf may name "
+        "hosts it has not defined yet, or a switch only to join others): written into "
+        "topology.conf as they are; slurmctld logs `Invalid hostnames in switch configuration` "
+        "and ignores them. A warning.",
+        Update.RECONFIGURE,
+        default_factory=list,
+    )
 
 
 class Partition(Strict):
@@ -759,6 +774,12 @@ class Timeouts(Strict):
     resv_over_run: Annotated[int, Field(ge=0)] | None = spec(
         "ResvOverRun, minutes (default 0).", Update.RECONFIGURE, default=None
     )
+    complete_wait: Annotated[int, Field(ge=0, le=65533)] | None = spec(
+        "CompleteWait: seconds no new job is scheduled while a job completes, to keep jobs on the "
+        "nodes just used (default 0: start pending jobs at once).",
+        Update.RECONFIGURE,
+        default=None,
+    )
 
 
 class Preemption(Strict):
@@ -1032,6 +1053,18 @@ class SlurmUpgrade(Strict):
     )
 
 
+# hosts.yml variables that give the address Slurm's daemons reach a host at, where it is not the
+# host's name, and which hosts may have each (Slurm's key in brackets).
+NODE_ADDR, NODE_HOSTNAME = "slurm_node_addr", "slurm_node_hostname"
+CONTROLLER_ADDR, DBD_ADDR = "slurm_controller_addr", "slurm_dbd_addr"
+SLURM_ADDRESS_VARS = {
+    NODE_ADDR: "a Slurm node (NodeAddr)",
+    NODE_HOSTNAME: "a Slurm node (NodeHostname)",
+    CONTROLLER_ADDR: "a controller (SlurmctldHost=name(address))",
+    DBD_ADDR: "the accounting host (AccountingStorageHost)",
+}
+
+
 class SlurmSettings(Strict):
     version: Annotated[str, BeforeValidator(_slurm_version)] = spec(
         "Target Slurm release, YY.MM (or YY.MM.P where a maintenance release matters, e.g. "
@@ -1059,6 +1092,21 @@ class SlurmSettings(Strict):
         "partition. May include a controller; never a node of cluster.nodes.",
         Update.RENDER_ONLY,
         default_factory=list,
+    )
+    slurm_user: Annotated[str, Field(pattern=r"^[a-z_][a-z0-9_.-]*$", max_length=32)] = spec(
+        "SlurmUser: the user slurmctld and slurmdbd run as and own their state, logs and slurmdbd.conf "
+        "under (slurmd and slurmstepd run as root). Default slurm, the packages' user; a site's "
+        "other user (root, or an account its hosts already have) is kept: the roles make the "
+        "units, files and directories that user's. Changing it restarts slurmctld and slurmdbd.",
+        Update.RESTART,
+        default="slurm",
+    )
+    cluster_name: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")] | None = spec(
+        "ClusterName as slurm.conf writes it, where it is not `cluster.name` (a site's name with "
+        "dots or capitals: Slurm reads it in lower case, and accounting knows the cluster by it). "
+        "Default: cluster.name.",
+        Update.REBUILD,
+        default=None,
     )
     configless: bool = spec(
         "Configless Slurm (SlurmctldParameters=enable_configless): the Slurm files live on the "
@@ -1212,6 +1260,36 @@ class SlurmSettings(Strict):
         pattern=r"^/\S+$",
     )
     cgroup: Cgroup = spec("cgroup.conf settings.", Update.RESTART, default_factory=Cgroup)
+    no_default_partition: bool = spec(
+        "No partition is the default, on purpose: every job must name its partition (`-p`), and "
+        "one that names none is refused (slurmctld: `default partition not set`). Off, an "
+        "inventory without a default partition is refused; on, it is a warning.",
+        Update.RECONFIGURE,
+        default=False,
+    )
+    several_default_partitions: bool = spec(
+        "Several partitions say `default: true`, as some sites' slurm.conf do: slurmctld keeps the "
+        "last of them as the default (logging that it changes the default partition), and the "
+        "others' Default=YES changes nothing. Off, that is refused; on, it is a warning.",
+        Update.RECONFIGURE,
+        default=False,
+    )
+    hosts_in_no_partition: list[str] = spec(
+        "Inventory hosts or groups that are Slurm nodes in no partition, on purpose (a site's "
+        "service or login hosts running slurmd): no job runs there until a partition names them. "
+        "Off the list, a Slurm node in no partition is refused; on it, a warning.",
+        Update.RECONFIGURE,
+        default_factory=list,
+    )
+    plugstack: list[
+        Annotated[str, Field(pattern=r"^(required|optional)\s+\S+(\s+\S.*)?$|^include\s+\S+$")]
+    ] = spec(
+        "plugstack.conf lines of the site's own SPANK plugins, in order: `required|optional "
+        "PLUGIN [ARGUMENTS]` or `include PATTERN` (a directory the hosts hold themselves). "
+        "cluster.slurm.containers.pyxis adds gpucluster's Pyxis after them.",
+        Update.RESTART,
+        default_factory=list,
+    )
     health: HealthSettings | None = spec(
         "GPU health checks: gpucluster-healthcheck as HealthCheckProgram (and Prolog) on every "
         "node, with the checks of each node type's `health`. A failing node is drained with a reason "

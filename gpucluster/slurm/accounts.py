@@ -10,6 +10,7 @@ from typing import Any
 
 from gpucluster.model.cluster import Cluster
 from gpucluster.model.spec import Qos, Tenant
+from gpucluster.slurm.settings import slurm_cluster_name
 
 
 def _qos_entry(qos: Qos) -> dict[str, Any]:
@@ -67,7 +68,7 @@ def desired_associations(cluster: Cluster) -> dict[str, Any]:
     for entry in users.values():
         entry["accounts"] = sorted(entry["accounts"])
     return {
-        "cluster": spec.name,
+        "cluster": slurm_cluster_name(spec),
         "qos": [_qos_entry(q) for q in sorted(spec.qos, key=lambda q: q.name)],
         "accounts": accounts,
         "users": [users[name] for name in sorted(users)],

@@ -98,7 +98,11 @@ def check_release(ctx: CheckContext) -> None:
             f"Slurm {facts.name} has no select/cons_res (removed in 23.11): use cons_tres, which "
             "schedules the same resources and GPUs too",
         )
-    if slurm.mpi_default.startswith("pmix") and not facts.packaging.pmix:
+    if (
+        slurm.mpi_default.startswith("pmix")
+        and not facts.packaging.pmix
+        and slurm.packages.repository is None
+    ):
         ctx.fail(
             ["slurm", "mpi_default"],
             f"the packages of Slurm {facts.name} carry no mpi/pmix plugin (srun --mpi offers pmi2 and "
@@ -490,3 +494,37 @@ def check_options(ctx: CheckContext) -> None:
         problem = option_problem(key, CGROUP_MODELLED, CGROUP_KEYS[release], "cgroup.conf", release)
         if problem:
             ctx.fail(["slurm", "cgroup", "extra", key], problem)
+
+
+def check_plugstack(ctx: CheckContext) -> None:
+    """The site's SPANK plugins, and gpucluster's Pyxis once: two lines loading spank_pyxis.so
+    would make slurmd load it twice."""
+    slurm = ctx.spec.slurm
+    if slurm.containers is None or slurm.containers.pyxis is None:
+        return
+    for index, line in enumerate(slurm.plugstack):
+        words = line.split()
+        if words[0] != "include" and words[1].rsplit("/", 1)[-1] == "spank_pyxis.so":
+            ctx.fail(
+                ["slurm", "plugstack", index],
+                "cluster.slurm.containers.pyxis loads Pyxis already: remove one of the two",
+            )
+
+
+def check_values(ctx: CheckContext) -> None:
+    """Values written verbatim (the `extra` options) that slurm.conf or cgroup.conf can hold:
+    Slurm's parser reads a value in double quotes when it has a blank, with no quote inside, and no
+    value across lines."""
+    from gpucluster.slurm.parse import unreadable_value
+
+    places: list[tuple[list[str | int], dict[str, object]]] = [
+        (["slurm", "extra"], dict(ctx.spec.slurm.extra)),
+        (["slurm", "cgroup", "extra"], dict(ctx.spec.slurm.cgroup.extra)),
+    ]
+    places += [(["node_types", name, "extra"], dict(t.extra)) for name, t in ctx.spec.node_types.items()]
+    places += [(["partitions", i, "extra"], dict(p.extra)) for i, p in enumerate(ctx.spec.partitions)]
+    for parts, values in places:
+        for key, value in values.items():
+            problem = unreadable_value(value)
+            if problem:
+                ctx.fail([*parts, key], f"{problem}: Slurm would not read this value back")

@@ -1,10 +1,11 @@
-"""What Slurm assumes for a key a file leaves out, and how each key's values compare.
+"""What Slurm assumes for a key a file leaves out, and how each key's values compare, as the
+table of keys (gpucluster.slurm.keys) says.
 
 Defaults are those of src/common/read_config.h (DEFAULT_*) and slurm.conf(5) at each release (the
 two changed in 23.11: SelectType select/linear -> select/cons_tres, PriorityType priority/basic ->
 priority/multifactor, TreeWidth 50 -> 16, and the `none` plugins became no plugin at all). Only
-keys whose default is certain are here: for any other, a file that leaves it out and one that sets
-it differ.
+keys whose default is certain are in the table with one: for any other, a file that leaves it out
+and one that sets it differ.
 """
 
 from __future__ import annotations
@@ -12,233 +13,44 @@ from __future__ import annotations
 import re
 
 from gpucluster.model.releases import Release
+from gpucluster.slurm import keys
 
-# Key (lower case) -> Slurm's value when the key is left out.
-_GLOBAL = {
-    "authtype": "auth/munge",
-    "credtype": "cred/munge",
-    "slurmuser": "root",
-    "slurmduser": "root",
-    "slurmctldport": "6817",
-    "slurmdport": "6818",
-    "statesavelocation": "/var/spool",
-    "slurmdspooldir": "/var/spool/slurmd",
-    "slurmctldpidfile": "/run/slurmctld.pid",
-    "slurmdpidfile": "/run/slurmd.pid",
-    "mpidefault": "none",
-    "mailprog": "/bin/mail",
-    "returntoservice": "0",
-    "schedulertype": "sched/backfill",
-    "selecttypeparameters": "CR_Core_Memory",
-    "proctracktype": "proctrack/cgroup",
-    "slurmctldtimeout": "120",
-    "slurmdtimeout": "300",
-    "messagetimeout": "10",
-    "tcptimeout": "2",
-    "batchstarttimeout": "10",
-    "unkillablesteptimeout": "60",
-    "killwait": "30",
-    "minjobage": "300",
-    "inactivelimit": "0",
-    "waittime": "0",
-    "overtimelimit": "0",
-    "epilogmsgtime": "2000",
-    "getenvtimeout": "120",
-    "resvoverrun": "0",
-    "slurmctlddebug": "info",
-    "slurmddebug": "info",
-    "enforcepartlimits": "NO",
-    "suspendtimeout": "30",
-    "resumetimeout": "60",
-    "suspendrate": "60",
-    "resumerate": "300",
-    "prioritydecayhalflife": "7-0",
-    "prioritycalcperiod": "5",
-    "priorityweightage": "0",
-    "priorityweightassoc": "0",
-    "priorityweightfairshare": "0",
-    "priorityweightjobsize": "0",
-    "priorityweightpartition": "0",
-    "priorityweightqos": "0",
-    "prioritymaxage": "7-0",
-    "priorityusageresetperiod": "NONE",
-    "priorityfavorsmall": "NO",
-    "maxjobcount": "10000",
-    "maxarraysize": "1001",
-    "maxstepcount": "40000",
-    "firstjobid": "1",
-    "propagateresourcelimits": "ALL",
-    "propagatepriprocess": "0",
-    "jobrequeue": "1",
-    "killonbadexit": "0",
-    "disablerootjobs": "NO",
-    "healthcheckinterval": "0",
-    "healthchecknodestate": "ANY",
-    "jobacctgatherfrequency": "30",
-    "groupupdatetime": "600",
-    "groupupdateforce": "1",
-    "tmpfs": "/tmp",
-    "schedulertimeslice": "30",
-    "completewait": "0",
-    "vsizefactor": "0",
-    "usepam": "0",
-    "preempttype": "preempt/none",
-    "preemptmode": "OFF",
-    "preemptexempttime": "0",
-    "accountingstoragetype": "accounting_storage/none",
-    "accountingstorageport": "6819",
-    "accountingstorageenforce": "",
-    "jobcomptype": "jobcomp/none",
-    "switchtype": "switch/none",
-    "jobacctgathertype": "jobacct_gather/none",
-    "taskplugin": "task/none",
-    "topologyplugin": "topology/flat",
-    "grestypes": "",
-    "slurmctldparameters": "",
-    "slurmdparameters": "",
-    "schedulerparameters": "",
-    "prologflags": "",
-    "debugflags": "",
-    "propagateresourcelimitsexcept": "",
-    "communicationparameters": "",
-    "launchparameters": "",
-    "privatedata": "",
-    "accountingstoretres": "",
-    "accountingstoragetres": "",
-    "suspendexcnodes": "",
-    "suspendexcparts": "",
-    "suspendexcstates": "",
-    "priorityflags": "",
-    "preemptparameters": "",
-    "reconfigflags": "",
-    "accountingstoreflags": "",
-}
-
+# What each kind of key reads, from the table of keys (gpucluster.slurm.keys).
+_GLOBAL = keys.defaults(keys.SLURM_CONF)
 # Keys whose value is a comma-separated list that Slurm reads as a set (order and case aside).
-SET_KEYS = frozenset(
-    key.lower()
-    for key in (
-        "SchedulerParameters", "SlurmctldParameters", "SlurmdParameters", "PrologFlags", "DebugFlags",
-        "TaskPlugin", "AccountingStorageEnforce", "AccountingStorageTRES", "PropagateResourceLimits",
-        "PropagateResourceLimitsExcept", "PreemptMode", "PreemptParameters", "LaunchParameters",
-        "CommunicationParameters", "PrivateData", "SuspendExcStates", "SuspendExcParts", "PriorityFlags",
-        "AuthAltTypes", "SelectTypeParameters", "GresTypes", "TopologyParam", "ReconfigFlags",
-        "AccountingStoreFlags", "HealthCheckNodeState", "JobAcctGatherParams", "TaskPluginParam",
-        "JobSubmitPlugins", "CliFilterPlugins", "PrEpPlugins", "SrunPortRange", "ScronParameters",
-        "AuthAltParameters", "AuthInfo", "CredType", "MpiParams", "X11Parameters", "BcastParameters",
-        "DependencyParameters", "SwitchParameters", "TLSParameters",
-    )
-)  # fmt: skip
+SET_KEYS = keys.of_kind(keys.SLURM_CONF, keys.SET, keys.PLUGINS)
 # Keys naming a plugin `<type>/<name>`: Slurm accepts the name without its type.
-PLUGIN_TYPES = {
-    "schedulertype": "sched",
-    "selecttype": "select",
-    "proctracktype": "proctrack",
-    "taskplugin": "task",
-    "jobacctgathertype": "jobacct_gather",
-    "prioritytype": "priority",
-    "preempttype": "preempt",
-    "authtype": "auth",
-    "credtype": "cred",
-    "accountingstoragetype": "accounting_storage",
-    "jobcomptype": "jobcomp",
-    "switchtype": "switch",
-    "topologyplugin": "topology",
-    "jobcontainertype": "job_container",
-    "acctgatherenergytype": "acct_gather_energy",
-    "acctgatherinterconnecttype": "acct_gather_interconnect",
-    "acctgatherfilesystemtype": "acct_gather_filesystem",
-    "acctgatherprofiletype": "acct_gather_profile",
-    "mcsplugin": "mcs",
-    "routeplugin": "route",
-}
+PLUGIN_TYPES = {key.name.lower(): key.plugin for key in keys.SLURM_CONF_KEYS if key.plugin}
 # Keys whose value is a file: /var/run is /run on every system gpucluster targets.
-PATH_KEYS = frozenset(
-    key.lower()
-    for key in (
-        "SlurmctldPidFile", "SlurmdPidFile", "SlurmctldLogFile", "SlurmdLogFile", "StateSaveLocation",
-        "SlurmdSpoolDir", "MailProg", "Prolog", "Epilog", "PrologSlurmctld", "EpilogSlurmctld",
-        "TaskProlog", "TaskEpilog", "SrunProlog", "SrunEpilog", "HealthCheckProgram", "SuspendProgram",
-        "ResumeProgram", "ResumeFailProgram", "RebootProgram", "PluginDir", "PlugStackConfig",
-        "UnkillableStepProgram", "SlurmSchedLogFile", "JobCompLoc", "TmpFS",
-    )
-)  # fmt: skip
+PATH_KEYS = keys.of_kind(keys.SLURM_CONF, keys.PATH)
 # Time values (minutes, [days-]hours:minutes:seconds, UNLIMITED) compared as minutes.
-TIME_KEYS = frozenset(("prioritydecayhalflife", "prioritymaxage"))
+TIME_KEYS = keys.of_kind(keys.SLURM_CONF, keys.TIME)
+# Words Slurm reads in any case; yes/no values; debug levels.
+UPPER_KEYS = keys.of_kind(keys.SLURM_CONF, keys.UPPER)
+FLAG_KEYS = keys.of_kind(keys.SLURM_CONF, keys.FLAG)
+LEVEL_KEYS = keys.of_kind(keys.SLURM_CONF, keys.LEVEL)
 
 # Partition options: Slurm's value when a line leaves the option out.
-PARTITION_DEFAULTS = {
-    "default": "NO",
-    "maxtime": "UNLIMITED",
-    "state": "UP",
-    "oversubscribe": "NO",
-    "hidden": "NO",
-    "exclusiveuser": "NO",
-    "powerdownonidle": "NO",
-    "lln": "NO",
-    "rootonly": "NO",
-    "reqresv": "NO",
-    "prioritytier": "1",
-    "priorityjobfactor": "1",
-    "maxnodes": "UNLIMITED",
-    "minnodes": "0",
-    "gracetime": "0",
-    "allocnodes": "ALL",
-    "allowaccounts": "ALL",
-    "allowgroups": "ALL",
-    "allowqos": "ALL",
-    "preemptmode": "",
-}
-PARTITION_SET_KEYS = frozenset(
-    ("allowaccounts", "allowgroups", "allowqos", "denyaccounts", "denyqos", "preemptmode", "allocnodes")
-)
-PARTITION_TIME_KEYS = frozenset(("maxtime", "defaulttime"))
+PARTITION_DEFAULTS = keys.defaults(keys.PARTITION)
+PARTITION_SET_KEYS = keys.of_kind(keys.PARTITION, keys.SET)
+PARTITION_TIME_KEYS = keys.of_kind(keys.PARTITION, keys.TIME)
 
 # Node options: Slurm's value when a line leaves the option out (the CPU layout is worked out
-# from what is given: gpucluster.slurm.view).
+# from what is given: gpucluster.slurm_import.compare.normal_node).
 NODE_DEFAULTS = {
-    "realmemory": "1",
-    "weight": "1",
-    "tmpdisk": "0",
-    "state": "UNKNOWN",
-    "feature": "",
-    "gres": "",
+    key: value
+    for key, value in keys.defaults(keys.NODE).items()
+    if key not in ("corespersocket", "threadspercore")
 }
 
 # cgroup.conf keys -> Slurm's value when left out (cgroup.conf(5)).
-CGROUP_DEFAULTS = {
-    "cgroupplugin": "autodetect",
-    "cgroupmountpoint": "/sys/fs/cgroup",
-    "constraincores": "no",
-    "constraindevices": "no",
-    "constrainramspace": "no",
-    "constrainswapspace": "no",
-    "allowedramspace": "100",
-    "allowedswapspace": "0",
-    "maxrampercent": "100",
-    "maxswappercent": "100",
-    "minramspace": "30",
-    "ignoresystemd": "no",
-    "ignoresystemdonfailure": "no",
-    "memorylimitenforcement": "no",
-    "signalchildrenprocesses": "no",
-    "enablecontrollers": "no",
-    "cgroupjobidpaths": "no",
-}
+CGROUP_DEFAULTS = keys.defaults(keys.CGROUP)
 
 
 def global_default(key: str, release: Release) -> str | None:
     """Slurm's value of a slurm.conf key the file leaves out, at the target release."""
-    lower = key.lower()
-    if lower == "selecttype":
-        return "select/linear" if release.cons_res else "select/cons_tres"
-    if lower == "prioritytype":
-        return "priority/basic" if release.cons_res else "priority/multifactor"
-    if lower == "treewidth":
-        return "50" if release.cons_res else "16"
-    if lower == "topologyplugin":
-        return release.flat_topology_plugin
-    return _GLOBAL.get(lower)
+    found = keys.entry(keys.SLURM_CONF, key)
+    return found.default_at(release) if found is not None and found.name.lower() == key.lower() else None
 
 
 TIME_RE = re.compile(r"^(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?$")

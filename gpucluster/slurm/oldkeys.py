@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpucluster.model.releases import Release
+from gpucluster.model.releases import Release, SlurmVersion
 
 
 @dataclass(frozen=True)
@@ -53,6 +53,35 @@ REMOVED = {
         "23.11",
         "nothing: job credentials are signed by the CredType plugin (munge)",
     ),
+    # 20.11's slurmctld stops on it: "It is safe to remove from your configuration."
+    "accountingstorageloc": ("20.11", "nothing: the database is named in slurmdbd.conf (StorageLoc)"),
+}
+
+# slurm.conf keys of the DefaultStorage family (removed in 21.08): each was the default of the
+# AccountingStorage and JobComp key of the same name where the file left that out (read_config.c
+# of 20.11). DefaultStorageType names the plugin without its type.
+DEFAULT_STORAGE = ("Type", "Host", "Port", "User", "Pass", "Loc")
+
+# cgroup.conf keys some release removed (or made fatal while still parsing them), from the
+# release on that did: key -> (release, what became of it). TaskAffinity is decided by value.
+CGROUP_REMOVED = {
+    "cgroupreleaseagentdir": (
+        "22.05",
+        'slurmd stops on it from 22.05 ("long obsolete"): the release agent is gone',
+    ),
+    "alloweddevicesfile": (
+        "22.05",
+        "Slurm 22.05 removed AllowedDevicesFile: every device is allowed but the GPUs gres.conf names",
+    ),
+    "cgroupautomount": (
+        "23.11",
+        "Slurm 23.11 removed CgroupAutomount: the kernel mounts the cgroup filesystem",
+    ),
+    "constrainkmemspace": ("23.11", "Slurm 23.11 removed the kernel memory limits"),
+    "allowedkmemspace": ("23.11", "Slurm 23.11 removed the kernel memory limits"),
+    "maxkmempercent": ("23.11", "Slurm 23.11 removed the kernel memory limits"),
+    "minkmemspace": ("23.11", "Slurm 23.11 removed the kernel memory limits"),
+    "taskaffinity": ("21.08", "Slurm 21.08 removed TaskAffinity; no was its default"),
 }
 
 DEBUG_LEVELS = ("quiet", "fatal", "error", "info", "verbose", "debug", "debug2", "debug3", "debug4", "debug5")
@@ -105,10 +134,7 @@ def translate(key: str, value: str, target: Release, first_without: str | None) 
             )
         return _dropped("Slurm 21.08 removed AccountingStoreJobComment; off is the default")
     if lower == "sallocdefaultcommand":
-        return _refused(
-            "Slurm 20.11 removed SallocDefaultCommand: say what salloc runs with LaunchParameters="
-            "use_interactive_step and InteractiveStepOptions in cluster.slurm.extra"
-        )
+        return _salloc_default(text)
     if lower in REMOVED:
         removed_in, instead = REMOVED[lower]
         return _dropped(f"Slurm {removed_in} removed {key}; it is replaced by {instead}")
@@ -131,6 +157,40 @@ def translate(key: str, value: str, target: Release, first_without: str | None) 
     if first_without is not None:
         return _dropped(f"Slurm {first_without} and later have no {key} (slurm.conf(5) of the release)")
     return None
+
+
+def _salloc_default(command: str) -> Translation:
+    """SallocDefaultCommand (removed in 20.11): salloc ran it in the allocation. Its successor, the
+    interactive step (LaunchParameters=use_interactive_step), runs `srun InteractiveStepOptions`:
+    the same srun with the same options where the command is srun."""
+    words = command.split(None, 1)
+    if not words or words[0].rsplit("/", 1)[-1] != "srun":
+        return _refused(
+            f"Slurm 20.11 removed SallocDefaultCommand; its successor, LaunchParameters=use_interactive_step, "
+            f"runs srun only, not `{words[0] if words else command}`"
+        )
+    options = words[1] if len(words) > 1 else ""
+    return _mapped(
+        "Slurm 20.11 removed SallocDefaultCommand: salloc runs `srun InteractiveStepOptions` in the "
+        "allocation with LaunchParameters=use_interactive_step",
+        ("LaunchParameters", "use_interactive_step"),
+        ("InteractiveStepOptions", options),
+    )
+
+
+def translate_cgroup(key: str, value: str, target: Release) -> Translation | None:
+    """What the target makes of a cgroup.conf key some release removed; None when it still reads it."""
+    lower = key.lower()
+    removed = CGROUP_REMOVED.get(lower)
+    if removed is None or target.version < SlurmVersion.parse(removed[0]):
+        return None
+    if lower == "taskaffinity" and value.strip().lower() in ("yes", "true", "1"):
+        return _mapped(
+            "Slurm 21.08 removed TaskAffinity=yes from cgroup.conf: task/affinity in slurm.conf's "
+            "TaskPlugin does it",
+            ("TaskPlugin", "task/affinity"),
+        )
+    return _dropped(removed[1])
 
 
 def translate_partition(key: str, value: str) -> Translation | None:

@@ -26,8 +26,10 @@ TOPOLOGY_RECORDS = ("SwitchName", "BlockName")
 # gres.conf: each line is a record of its own, whatever its first key.
 EVERY_LINE = ("*",)
 INCLUDE_RE = re.compile(r"^\s*include\s+(\S.*?)\s*$", re.IGNORECASE)
-# Includes nest at most this deep (Slurm's own limit is smaller; a loop ends here).
+# Includes nest at most this deep (Slurm's own limit is smaller), and one configuration reads at
+# most this many files; a file that includes itself again (a loop) is refused at once.
 MAX_INCLUDE_DEPTH = 16
+MAX_FILES = 256
 
 
 @dataclass(frozen=True)
@@ -83,35 +85,81 @@ class ConfFile:
 
 
 def _logical_lines(text: str) -> list[tuple[int, str]]:
-    """(first line number, text) of each line with comments removed and continuations joined."""
+    """(first line number, text) of each line as Slurm's _get_next_line makes it: a `#` after an
+    even number of backslashes ends each physical line, an odd number of backslashes at its end
+    (blanks after them aside) joins it with the next one as it is, and then every `\\X` is X."""
     out: list[tuple[int, str]] = []
     pending = ""
     start = 0
-    for number, raw in enumerate(text.splitlines(), start=1):
-        line = raw
-        cut = _comment_at(line)
-        if cut >= 0:
-            line = line[:cut]
-        line = line.replace("\\#", "#")
+    for number, raw in enumerate(text.split("\n"), start=1):
+        line = raw[: _comment_at(raw)] if "#" in raw else raw
         if not pending:
             start = number
-        if line.rstrip().endswith("\\"):
-            pending += line.rstrip()[:-1] + " "
+        cut = _continuation_at(line)
+        if cut is not None:
+            pending += line[:cut]
             continue
-        line = pending + line
+        line = _unescaped(pending + line)
         pending = ""
         if line.strip():
             out.append((start, line))
     if pending.strip():
-        out.append((start, pending))
+        out.append((start, _unescaped(pending)))
     return out
 
 
 def _comment_at(line: str) -> int:
-    index = line.find("#")
-    while index > 0 and line[index - 1] == "\\":
-        index = line.find("#", index + 1)
-    return index
+    """Where a comment starts: the first `#` after an even number of backslashes (the end if none)."""
+    backslashes = 0
+    for index, char in enumerate(line):
+        if char == "#" and backslashes % 2 == 0:
+            return index
+        backslashes = backslashes + 1 if char == "\\" else 0
+    return len(line)
+
+
+def _continuation_at(line: str) -> int | None:
+    """Where a line continued on the next one is cut (its last backslash), or None."""
+    end = len(line.rstrip())
+    count = end - len(line[:end].rstrip("\\"))
+    return end - 1 if count % 2 == 1 else None
+
+
+_ESCAPE = re.compile(r"\\(.?)", re.DOTALL)
+
+
+def _unescaped(text: str) -> str:
+    return _ESCAPE.sub(r"\1", text) if "\\" in text else text
+
+
+def quote_value(value: object) -> str:
+    """A value as a Slurm file must write it to be read back as it is: `\\` and `#` escaped, and in
+    double quotes where it holds a blank (or is empty). ValueError where Slurm cannot read it back:
+    a line break, or a double quote in a value that needs quoting."""
+    text = value if isinstance(value, str) else str(value)
+    if "\n" in text or "\r" in text:
+        raise ValueError("a value of a Slurm file cannot hold a line break")
+    if "\\" in text or "#" in text:
+        text = text.replace("\\", "\\\\").replace("#", "\\#")
+    if text and not _BLANK.search(text):
+        if text[0] == '"' and text[-1] == '"' and len(text) > 1 and '"' not in text[1:-1]:
+            raise ValueError("Slurm reads a value written in double quotes without them")
+        return text
+    if '"' in text:
+        raise ValueError("Slurm cannot read a value holding both a blank and a double quote")
+    return f'"{text}"'
+
+
+def unreadable_value(value: object) -> str | None:
+    """Why Slurm could not read `value` back from a file, or None."""
+    try:
+        quote_value(value)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+_BLANK = re.compile(r"\s")
 
 
 def parse_options(text: str, where: Where) -> list[Option] | None:
@@ -143,11 +191,21 @@ class Reader:
         self.problems = problems
         self.display = display  # path -> how problems name it
         self.cluster_name = ""
+        self.reading: list[Path] = []  # the chain of files being read (an include loop ends there)
+        self.files_read = 0
 
     def name_of(self, path: Path) -> str:
         return self.display.get(path, str(path))
 
     def read(self, path: Path, conf: ConfFile | None = None, depth: int = 0) -> ConfFile:
+        self.reading.append(path.resolve())
+        self.files_read += 1
+        try:
+            return self._read(path, conf, depth)
+        finally:
+            self.reading.pop()
+
+    def _read(self, path: Path, conf: ConfFile | None, depth: int) -> ConfFile:
         conf = conf if conf is not None else ConfFile()
         shown = self.name_of(path)
         try:
@@ -179,6 +237,11 @@ class Reader:
         return conf
 
     def include(self, path: Path, name: str, where: Where, conf: ConfFile, depth: int) -> None:
+        if self.files_read >= MAX_FILES:
+            self.problems.append(
+                Problem(where.file, "include", f"more than {MAX_FILES} files included in all", where.line)
+            )
+            return
         if depth >= MAX_INCLUDE_DEPTH:
             self.problems.append(
                 Problem(where.file, "include", f"includes nest deeper than {MAX_INCLUDE_DEPTH}", where.line)
@@ -201,6 +264,13 @@ class Reader:
             )
             return
         self.display.setdefault(found, str(found))
+        if found.resolve() in self.reading:
+            self.problems.append(
+                Problem(
+                    where.file, "include", f"`{name}` includes itself again (an include loop)", where.line
+                )
+            )
+            return
         self.read(found, conf, depth + 1)
 
 
@@ -226,3 +296,58 @@ def read_topology_yaml(path: Path, shown: str | None = None) -> list[dict[str, A
     if not isinstance(data, list) or not all(isinstance(item, dict) for item in data):
         raise InventoryError([Problem(name, "", "not a topology.yaml: expected a list of topologies")])
     return data
+
+
+PLUGSTACK_WORDS = ("required", "optional", "include")
+
+
+def read_plugstack(
+    path: Path, problems: list[Problem], display: dict[Path, str], chain: tuple[Path, ...] = ()
+) -> list[tuple[str, Where]]:
+    """plugstack.conf as slurmd reads it (src/common/plugstack.c): `required|optional PLUGIN
+    [ARGS]` lines, `#` comments, `include PATTERN` globs (relative to the including file). An
+    include is read from the copy when the copy has its files (an absolute pattern's last two
+    parts, e.g. plugstack.conf.d/*.conf beside it); otherwise it is kept as written."""
+    shown = display.get(path, str(path))
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        problems.append(Problem(shown, "", f"cannot read it: {exc.strerror or exc}"))
+        return []
+    out: list[tuple[str, Where]] = []
+    for number, raw in enumerate(text.split("\n"), start=1):
+        words = raw.split("#", 1)[0].split()
+        if not words:
+            continue
+        where = Where(shown, number)
+        if words[0] not in PLUGSTACK_WORDS or len(words) < 2 or (words[0] == "include" and len(words) != 2):
+            problems.append(Problem(shown, "", f"not a plugstack.conf line: {raw.strip()[:60]!r}", number))
+            continue
+        if words[0] != "include":
+            out.append((" ".join(words), where))
+            continue
+        found = _plugstack_include(path, words[1])
+        chain_here = (*chain, path.resolve())
+        looping = [p for p in found if p.resolve() in chain_here]
+        if looping or len(chain_here) > MAX_INCLUDE_DEPTH:
+            problems.append(
+                Problem(
+                    shown, "include", f"`{words[1]}` includes a file being read (an include loop)", number
+                )
+            )
+            continue
+        if not found:
+            out.append((" ".join(words), where))
+            continue
+        for included in found:
+            display.setdefault(included, str(included))
+            out += read_plugstack(included, problems, display, chain_here)
+    return out
+
+
+def _plugstack_include(path: Path, pattern: str) -> list[Path]:
+    """The files of the copy an include of plugstack.conf names (sorted, as glob(3) gives them)."""
+    relative = Path(pattern)
+    if relative.is_absolute():
+        relative = Path(*relative.parts[-2:]) if len(relative.parts) > 2 else Path(relative.name)
+    return sorted(p for p in path.parent.glob(str(relative)) if p.is_file())

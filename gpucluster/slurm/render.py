@@ -2,21 +2,31 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from hostlist import numeric_sort_key
 
 from gpucluster import yamlout
-from gpucluster.hostlists import compress
+from gpucluster.hostlists import compress, expand
 from gpucluster.model.cluster import Cluster
 from gpucluster.model.releases import configless_serves_topology_yaml
-from gpucluster.model.spec import NodeType, Owner, Partition
+from gpucluster.model.spec import (
+    CONTROLLER_ADDR,
+    DBD_ADDR,
+    NODE_ADDR,
+    NODE_HOSTNAME,
+    NodeType,
+    Owner,
+    Partition,
+)
 from gpucluster.render.health import HEALTH_CONF, HEALTH_PROGRAM, bare_metal_health_conf, health_timeout
 from gpucluster.render.templating import header, render_template
+from gpucluster.slurm import keys
 from gpucluster.slurm.accounts import desired_associations
 from gpucluster.slurm.containers import render_oci
 from gpucluster.slurm.gpus import gres_lines, per_gpu_defaults
+from gpucluster.slurm.parse import quote_value
 from gpucluster.slurm.restapi import controller_key_path
 from gpucluster.slurm.settings import (
     POWER_SAVE_KEYS,
@@ -27,6 +37,7 @@ from gpucluster.slurm.settings import (
     slurmctld_parameters,
     slurmd_parameters,
 )
+from gpucluster.slurm.written import FIXED
 
 # Slurm's SlurmctldPort when slurm.conf names none (and gpucluster's default).
 DEFAULT_SLURMCTLD_PORT = 6817
@@ -121,37 +132,89 @@ def node_lines(cluster: Cluster) -> list[NodeLine]:
     return sorted(lines, key=lambda line: numeric_sort_key(line.first))
 
 
-def node_options(line: NodeLine) -> list[tuple[str, object]]:
-    """The options of a NodeName line after its names, in slurm.conf's order."""
+def node_options(line: NodeLine, addresses: HostVars | None = None) -> list[tuple[str, object]]:
+    """The options of a NodeName line after its names, in slurm.conf's order (the table of keys):
+    a key the node type holds as a plain value is written from it; the others as NODE_VALUES says."""
     t = line.node_type
-    options: list[tuple[str, object]] = [("CPUs", t.total_cpus)]
-    if t.layout:
-        options += [
-            ("SocketsPerBoard", t.sockets),
-            ("CoresPerSocket", t.cores_per_socket),
-            ("ThreadsPerCore", t.threads_per_core),
-        ]
-    elif t.threads_per_core != 1:
-        options.append(("ThreadsPerCore", t.threads_per_core))
-    if t.memory_mb is not None:
-        options.append(("RealMemory", t.memory_mb))
-    if t.gpus:
-        options.append(("Gres", gres_of(t)))
-    if t.features:
-        options.append(("Feature", ",".join(t.features)))
-    if t.weight and t.weight != 1:  # 1: Slurm's own
-        options.append(("Weight", t.weight))
-    for key, value in (
-        ("TmpDisk", t.tmp_disk_mb),
-        ("MemSpecLimit", t.mem_spec_limit_mb),
-        ("CoreSpecCount", t.core_spec_count),
-        ("CpuSpecList", t.cpu_spec_list),
-    ):
-        if value is not None:
-            options.append((key, value))
-    options += sorted(t.extra.items())
-    options.append(("State", (line.state or "unknown").upper()))
+    options: list[tuple[str, object]] = []
+    for key in keys.NODE_KEYS[1:]:
+        if key.name in NODE_VALUES:
+            options += NODE_VALUES[key.name](line, addresses or {})
+        else:
+            value = getattr(t, key.field)
+            if value is not None and value != []:
+                options.append((key.name, ",".join(value) if isinstance(value, list) else value))
+        if key.name == "CpuSpecList":
+            options += sorted(t.extra.items())
     return options
+
+
+HostVars = dict[str, dict[str, object]]
+
+
+def _per_host(var: str, key: str) -> Callable[[NodeLine, HostVars], list[tuple[str, object]]]:
+    """NodeAddr / NodeHostname: each host's from hosts.yml (its name where it has none), in the
+    order of the line's hosts, or nothing when no host of the line has one."""
+
+    def values(line: NodeLine, hostvars: HostVars) -> list[tuple[str, object]]:
+        hosts = expand(line.hosts)
+        found = [hostvars.get(host, {}).get(var) for host in hosts]
+        if not any(found):
+            return []
+        return [(key, ",".join(str(value or host) for value, host in zip(found, hosts, strict=True)))]
+
+    return values
+
+
+def _cpus(line: NodeLine, hostvars: HostVars) -> list[tuple[str, object]]:
+    return [("CPUs", line.node_type.total_cpus)]
+
+
+def _layout(name: str) -> Callable[[NodeLine, HostVars], list[tuple[str, object]]]:
+    """SocketsPerBoard and CoresPerSocket where the node type gives its layout; ThreadsPerCore
+    then, or alone where it is not 1."""
+
+    def values(line: NodeLine, hostvars: HostVars) -> list[tuple[str, object]]:
+        t = line.node_type
+        if name == "ThreadsPerCore":
+            return [(name, t.threads_per_core)] if t.layout or t.threads_per_core != 1 else []
+        if not t.layout:
+            return []
+        return [(name, t.sockets if name == "SocketsPerBoard" else t.cores_per_socket)]
+
+    return values
+
+
+def _gres(line: NodeLine, hostvars: HostVars) -> list[tuple[str, object]]:
+    return [("Gres", gres_of(line.node_type))] if line.node_type.gpus else []
+
+
+def _weight(line: NodeLine, hostvars: HostVars) -> list[tuple[str, object]]:
+    weight = line.node_type.weight
+    return [("Weight", weight)] if weight and weight != 1 else []  # 1: Slurm's own
+
+
+def _node_state(line: NodeLine, hostvars: HostVars) -> list[tuple[str, object]]:
+    return [("State", (line.state or "unknown").upper())]
+
+
+def _none(line: NodeLine, hostvars: HostVars) -> list[tuple[str, object]]:
+    return []
+
+
+# NodeName options that are not one plain setting of the node type.
+NODE_VALUES: dict[str, Callable[[NodeLine, HostVars], list[tuple[str, object]]]] = {
+    "NodeAddr": _per_host(NODE_ADDR, "NodeAddr"),
+    "NodeHostname": _per_host(NODE_HOSTNAME, "NodeHostname"),
+    "CPUs": _cpus,
+    "Sockets": _none,  # written as SocketsPerBoard
+    "SocketsPerBoard": _layout("SocketsPerBoard"),
+    "CoresPerSocket": _layout("CoresPerSocket"),
+    "ThreadsPerCore": _layout("ThreadsPerCore"),
+    "Gres": _gres,
+    "Weight": _weight,
+    "State": _node_state,
+}
 
 
 def gres_of(node_type: NodeType) -> str:
@@ -167,65 +230,43 @@ def _yes(value: bool) -> str:
 def partition_options(
     cluster: Cluster, p: Partition, hosts: str, cpus_per_gpu: int | None, memory_per_gpu: int | None
 ) -> list[tuple[str, object]]:
-    """The options of a PartitionName line after its name, in slurm.conf's order."""
-    release = cluster.release
-    options: list[tuple[str, object]] = [
-        ("Nodes", hosts),
-        ("Default", _yes(p.default)),
-        ("MaxTime", p.max_time),
-    ]
-    if p.default_time:
-        options.append(("DefaultTime", p.default_time))
-    accounts = [*p.tenants, *p.allow_accounts]
-    if accounts:
-        options.append(("AllowAccounts", ",".join(accounts)))
-    if p.exclusive:
-        options.append(("Exclusive", "NODE") if release.exclusive_key else ("OverSubscribe", "EXCLUSIVE"))
-    elif p.over_subscribe:
-        options.append(("OverSubscribe", p.over_subscribe))
-    if p.priority_tier is not None:
-        options.append(("PriorityTier", p.priority_tier))
-    if cpus_per_gpu:
-        options.append(("DefCpuPerGPU", cpus_per_gpu))
-    if memory_per_gpu:
-        options.append(("DefMemPerGPU", memory_per_gpu))
-    for key, values in (
-        ("DenyAccounts", p.deny_accounts),
-        ("AllowGroups", p.allow_groups),
-        ("AllowQos", p.allow_qos),
-        ("DenyQos", p.deny_qos),
-        ("PreemptMode", p.preempt_mode),
-    ):
-        if values:
-            options.append((key, ",".join(values)))
-    for key, value in (
-        ("QOS", p.qos),
-        ("GraceTime", p.grace_time),
-        ("DefMemPerCPU", p.def_mem_per_cpu_mb),
-        ("MaxMemPerCPU", p.max_mem_per_cpu_mb),
-        ("DefMemPerNode", p.def_mem_per_node_mb),
-        ("MaxMemPerNode", p.max_mem_per_node_mb),
-        ("MaxNodes", p.max_nodes),
-        ("MinNodes", p.min_nodes),
-        ("MaxCPUsPerNode", p.max_cpus_per_node),
-        ("TRESBillingWeights", p.tres_billing_weights),
-        ("SuspendTime", p.suspend_time),
-        ("SuspendTimeout", p.suspend_timeout),
-        ("ResumeTimeout", p.resume_timeout),
-        ("PriorityJobFactor", p.priority_job_factor),
-    ):
-        if value is not None:
-            options.append((key, value))
-    for key, flag in (
-        ("ExclusiveUser", p.exclusive_user),
-        ("Hidden", p.hidden),
-        ("PowerDownOnIdle", p.power_down_on_idle),
-    ):
-        if flag:
-            options.append((key, "YES"))
-    options += sorted(p.extra.items())
-    options.append(("State", p.state))
+    """The options of a PartitionName line after its name, in slurm.conf's order (the table of
+    keys): a plain setting of the partition is written from it (a flag as YES where on), the others
+    as computed here."""
+    computed: dict[str, object] = {
+        "Nodes": hosts,
+        "Default": _yes(p.default),
+        "AllowAccounts": ",".join([*p.tenants, *p.allow_accounts]) or None,
+        "DefCpuPerGPU": cpus_per_gpu or None,
+        "DefMemPerGPU": memory_per_gpu or None,
+        "State": p.state,
+        **_exclusive(cluster, p),
+    }
+    options: list[tuple[str, object]] = []
+    for key in keys.PARTITION_KEYS[1:]:
+        if not key.model:
+            continue
+        if key.name == "State":
+            options += sorted(p.extra.items())
+        value = computed[key.name] if key.name in computed else getattr(p, key.field)
+        if value is True:
+            value = "YES"
+        elif isinstance(value, list):
+            value = ",".join(value) or None
+        if value is not None and value is not False:
+            options.append((key.name, value))
     return options
+
+
+def _exclusive(cluster: Cluster, p: Partition) -> dict[str, object]:
+    """Exclusive=NODE from 26.05 (OverSubscribe=EXCLUSIVE before), or OverSubscribe as set."""
+    if p.exclusive:
+        exclusive = cluster.release.exclusive_key
+        return {
+            "Exclusive": "NODE" if exclusive else None,
+            "OverSubscribe": None if exclusive else "EXCLUSIVE",
+        }
+    return {"Exclusive": None, "OverSubscribe": p.over_subscribe}
 
 
 Line = tuple[str, object]  # (key, value); key "#" for a comment line
@@ -244,75 +285,127 @@ def _listed(key: str, values: Sequence[str]) -> list[Line]:
 
 
 def _core_section(cluster: Cluster, has_gpus: bool, topology: str | None) -> list[Line]:
-    spec = cluster.spec
-    slurm = spec.slurm
-    daemons = slurm.daemons
-    lines: list[Line] = [("#", f"Target Slurm {slurm.version}."), ("ClusterName", spec.name)]
-    lines += [("SlurmctldHost", host) for host in slurm.controller]
-    lines += [
-        ("AuthType", "auth/munge"),
-        ("CredType", "cred/munge"),
-        ("SlurmUser", "slurm"),
-        ("SlurmctldPort", daemons.slurmctld_port),
-        ("SlurmdPort", daemons.slurmd_port),
-        ("StateSaveLocation", slurm.state_dir),
-        ("SlurmdSpoolDir", daemons.spool_dir),
-        ("SlurmctldPidFile", slurm.slurmctld_pid_file),
-        ("SlurmdPidFile", daemons.slurmd_pid_file),
-    ]
-    if daemons.slurmctld_log_file:
-        lines.append(("SlurmctldLogFile", daemons.slurmctld_log_file))
-    if daemons.slurmd_log_file:
-        lines.append(("SlurmdLogFile", daemons.slurmd_log_file))
-    if daemons.slurmctld_debug:
-        lines.append(("SlurmctldDebug", daemons.slurmctld_debug))
-    if daemons.slurmd_debug:
-        lines.append(("SlurmdDebug", daemons.slurmd_debug))
-    lines += _listed("DebugFlags", daemons.debug_flags)
-    lines += [
-        ("MpiDefault", slurm.mpi_default),
-        ("MailProg", slurm.mail_prog),
-        ("ReturnToService", slurm.return_to_service),
-        ("SchedulerType", f"sched/{slurm.scheduler_type}"),
-    ]
-    lines += _listed("SchedulerParameters", slurm.scheduler_parameters)
-    lines.append(("SelectType", f"select/{slurm.select_type}"))
-    lines += _listed("SelectTypeParameters", slurm.select_type_parameters)
-    preemption = slurm.preemption
-    if preemption is not None:
-        lines.append(("PreemptType", f"preempt/{preemption.type}"))
-        lines += _listed("PreemptMode", preemption.mode)
-        if preemption.exempt_time is not None:
-            lines.append(("PreemptExemptTime", preemption.exempt_time))
-        lines += _listed("PreemptParameters", preemption.parameters)
-    lines.append(("ProctrackType", f"proctrack/{slurm.proctrack}"))
-    plugins = [name for name in slurm.task_plugins if name != "none" or cluster.release.none_plugins]
-    lines += _listed("TaskPlugin", [f"task/{name}" for name in plugins])
-    gather = job_acct_gather(spec)
-    if gather != "none" or cluster.release.none_plugins:
-        lines.append(("JobAcctGatherType", f"jobacct_gather/{gather}"))
-    if slurm.propagate_resource_limits is not None:
-        lines.append(("PropagateResourceLimits", ",".join(slurm.propagate_resource_limits)))
-    lines += _listed("PropagateResourceLimitsExcept", slurm.propagate_resource_limits_except)
-    flags = prolog_flags(spec)
-    if flags:
-        if slurm.node_ssh:
-            lines.append(
-                (
-                    "#",
-                    'Every job starts with an "extern" step on its nodes; pam_slurm_adopt puts ssh sessions there',
-                )
-            )
-        lines.append(("PrologFlags", ",".join(flags)))
-    lines += [("Prolog", program) for program in slurm.prolog]
-    lines += [("Epilog", program) for program in slurm.epilog]
-    lines += _listed("SlurmdParameters", slurmd_parameters(spec))
-    lines += _listed("SlurmctldParameters", slurmctld_parameters(spec))
-    if has_gpus:
-        lines.append(("GresTypes", "gpu"))
-    if topology and not uses_topology_yaml(cluster):
-        lines.append(("TopologyPlugin", f"topology/{topology}"))
+    """The keys of the table that gpucluster always writes (those of the model outside the
+    sections below, and the fixed ones), in the table's order: a plain model setting from the
+    model (a list on one line, or one line per item for keys written once per value), the others
+    as CORE_VALUES computes them."""
+    lines: list[Line] = [("#", f"Target Slurm {cluster.spec.slurm.version}.")]
+    context = _Core(cluster, has_gpus, topology)
+    for key in keys.SLURM_CONF_KEYS:
+        if not _in_core(key):
+            continue
+        if key.name in CORE_VALUES:
+            lines += CORE_VALUES[key.name](context)
+        else:
+            lines += _model_lines(key, _model_value(cluster.spec, key.model))
     return lines
+
+
+def _in_core(key: keys.Key) -> bool:
+    if key.written_by:
+        return key.written_by == keys.CORE
+    return key.model.startswith(
+        ("cluster.name", f"{keys.S}.", "the node types", "cluster.fabric")
+    ) and not any(key.model.startswith(f"{keys.S}.{section}") for section in SECTIONS)
+
+
+# Model settings whose keys have a slurm.conf section of their own (written after the core).
+SECTIONS = ("accounting", "priority", "power_save", "timeouts")
+
+
+def _model_value(spec: object, path: str) -> object:
+    """The value at a model path (`cluster.slurm.daemons.slurmd_port`); None where a section on
+    the way is unset."""
+    value: object = spec
+    for part in path.split(".")[1:]:
+        value = getattr(value, part, None)
+        if value is None:
+            return None
+    return value
+
+
+def _model_lines(key: keys.Key, value: object) -> list[Line]:
+    """A model value as slurm.conf lines of `key`: none where unset or empty; a list on one line
+    (comma-separated) for a list key, else one line per item; a plugin with its type."""
+    if value is None or value == []:
+        return []
+    items = value if isinstance(value, list) else [value]
+    if key.plugin:
+        items = [item if "/" in str(item) else f"{key.plugin}/{item}" for item in items]
+    if key.kind in (keys.SET, keys.LIST, keys.PLUGINS):
+        return [(key.name, ",".join(str(item) for item in items))]
+    return [(key.name, item) for item in items]
+
+
+class _Core:
+    """What the computed keys of the core section read."""
+
+    def __init__(self, cluster: Cluster, has_gpus: bool, topology: str | None) -> None:
+        self.cluster, self.spec, self.slurm = cluster, cluster.spec, cluster.spec.slurm
+        self.has_gpus, self.topology = has_gpus, topology
+
+
+def _controllers(c: _Core) -> list[Line]:
+    """SlurmctldHost=name, or name(address) where hosts.yml gives the controller an address."""
+    hostvars = c.cluster.inventory.hostvars
+    lines: list[Line] = []
+    for host in c.slurm.controller:
+        address = hostvars.get(host, {}).get(CONTROLLER_ADDR)
+        lines.append(("SlurmctldHost", f"{host}({address})" if address else host))
+    return lines
+
+
+def _task_plugins(c: _Core) -> list[Line]:
+    plugins = [name for name in c.slurm.task_plugins if name != "none" or c.cluster.release.none_plugins]
+    return _listed("TaskPlugin", [f"task/{name}" for name in plugins])
+
+
+def _job_acct_gather(c: _Core) -> list[Line]:
+    gather = job_acct_gather(c.spec)
+    return (
+        [("JobAcctGatherType", f"jobacct_gather/{gather}")]
+        if gather != "none" or c.cluster.release.none_plugins
+        else []
+    )
+
+
+def _prolog_flags(c: _Core) -> list[Line]:
+    flags = prolog_flags(c.spec)
+    if not flags:
+        return []
+    lines: list[Line] = []
+    if c.slurm.node_ssh:
+        lines.append(
+            (
+                "#",
+                'Every job starts with an "extern" step on its nodes; pam_slurm_adopt puts ssh sessions there',
+            )
+        )
+    return [*lines, ("PrologFlags", ",".join(flags))]
+
+
+def _fixed(name: str, value: str) -> Callable[[_Core], list[Line]]:
+    return lambda c: [(name, value)]
+
+
+CORE_VALUES: dict[str, Callable[[_Core], list[Line]]] = {
+    "ClusterName": lambda c: [("ClusterName", c.slurm.cluster_name or c.spec.name)],
+    "SlurmctldHost": _controllers,
+    **{name: _fixed(name, value) for name, value in FIXED.items()},
+    "StateSaveLocation": lambda c: [("StateSaveLocation", c.slurm.state_dir)],
+    "SlurmctldPidFile": lambda c: [("SlurmctldPidFile", c.slurm.slurmctld_pid_file)],
+    "TaskPlugin": _task_plugins,
+    "JobAcctGatherType": _job_acct_gather,
+    "PrologFlags": _prolog_flags,
+    "SlurmdParameters": lambda c: _listed("SlurmdParameters", slurmd_parameters(c.spec)),
+    "SlurmctldParameters": lambda c: _listed("SlurmctldParameters", slurmctld_parameters(c.spec)),
+    "GresTypes": lambda c: [("GresTypes", "gpu")] if c.has_gpus else [],
+    "TopologyPlugin": lambda c: (
+        [("TopologyPlugin", f"topology/{c.topology}")]
+        if c.topology and not uses_topology_yaml(c.cluster)
+        else []
+    ),
+}
 
 
 def _accounting_section(cluster: Cluster, has_gpus: bool) -> list[Line]:
@@ -325,7 +418,10 @@ def _accounting_section(cluster: Cluster, has_gpus: bool) -> list[Line]:
         lines += [
             ("#", comment),
             ("AccountingStorageType", "accounting_storage/slurmdbd"),
-            ("AccountingStorageHost", accounting.host),
+            (
+                "AccountingStorageHost",
+                cluster.inventory.hostvars.get(accounting.host, {}).get(DBD_ADDR) or accounting.host,
+            ),
             ("AccountingStoragePort", accounting.port),
         ]
         tres = accounting.tres if accounting.tres is not None else (["gres/gpu"] if has_gpus else [])
@@ -421,6 +517,11 @@ def conf_sections(
     return [section for section in sections if section]
 
 
+def quoted(lines: Sequence[Line]) -> list[Line]:
+    """Lines with each value written as Slurm reads it back (gpucluster.slurm.parse.quote_value)."""
+    return [(key, value if key == "#" else quote_value(value)) for key, value in lines]
+
+
 def _context(cluster: Cluster, layer_sections: Sequence[Sequence[Line]] = ()) -> dict[str, object]:
     slurm = cluster.spec.slurm
     lines = node_lines(cluster)
@@ -431,22 +532,29 @@ def _context(cluster: Cluster, layer_sections: Sequence[Sequence[Line]] = ()) ->
         "cluster": cluster,
         "spec": cluster.spec,
         "slurm": slurm,
-        "sections": conf_sections(cluster, has_gpus, topology, layer_sections),
-        "node_lines": [(line, node_options(line)) for line in lines],
+        "sections": [
+            quoted(section) for section in conf_sections(cluster, has_gpus, topology, layer_sections)
+        ],
+        "node_lines": [(line, quoted(node_options(line, cluster.inventory.hostvars))) for line in lines],
         "partitions": [
             (
                 p,
-                partition_options(
-                    cluster, p, compress(cluster.partitions[p.name]), *per_gpu_defaults(cluster, p)
+                quoted(
+                    partition_options(
+                        cluster, p, compress(cluster.partitions[p.name]), *per_gpu_defaults(cluster, p)
+                    )
                 ),
             )
             for p in cluster.spec.partitions
             if p.name in cluster.partitions
         ],
+        "cgroup_extra": quoted(sorted(slurm.cgroup.extra.items())),
         "gres_lines": gres_lines,
         "topology": topology,
         "topology_yaml": uses_topology_yaml(cluster),
-        "switches": [(s.name, compress(s.switches), compress(s.nodes)) for s in cluster.switches],
+        "switches": [
+            (s.name, compress(s.switches), compress([*s.nodes, *s.placeholders])) for s in cluster.switches
+        ],
         "blocks": [(name, compress(hosts)) for name, hosts in sorted(cluster.blocks.items())],
         "block_sizes": block_sizes(cluster),
         "tree_topology": TREE_TOPOLOGY,

@@ -6,53 +6,21 @@ The renderer, the extra-key check (gpucluster.slurm.written) and `gpucluster sho
 from __future__ import annotations
 
 from gpucluster.model.spec import FAIRSHARE_PRIORITY, ClusterSpec, Priority
+from gpucluster.slurm import keys
 
-# Priority field -> its slurm.conf key, in the order slurm.conf lists them.
-PRIORITY_KEYS = {
-    "decay_half_life": "PriorityDecayHalfLife",
-    "calc_period": "PriorityCalcPeriod",
-    "fairshare": "PriorityWeightFairshare",
-    "qos": "PriorityWeightQOS",
-    "age": "PriorityWeightAge",
-    "job_size": "PriorityWeightJobSize",
-    "partition": "PriorityWeightPartition",
-    "assoc": "PriorityWeightAssoc",
-    "tres": "PriorityWeightTRES",
-    "max_age": "PriorityMaxAge",
-    "usage_reset_period": "PriorityUsageResetPeriod",
-    "favor_small": "PriorityFavorSmall",
-    "flags": "PriorityFlags",
-}
-
-
-# Timeouts and PowerSave fields -> their slurm.conf keys, in the order slurm.conf lists them.
-TIMEOUT_KEYS = {
-    "slurmctld": "SlurmctldTimeout",
-    "slurmd": "SlurmdTimeout",
-    "message": "MessageTimeout",
-    "tcp": "TCPTimeout",
-    "batch_start": "BatchStartTimeout",
-    "prolog_epilog": "PrologEpilogTimeout",
-    "unkillable_step": "UnkillableStepTimeout",
-    "kill_wait": "KillWait",
-    "min_job_age": "MinJobAge",
-    "inactive_limit": "InactiveLimit",
-    "wait_time": "WaitTime",
-    "over_time_limit": "OverTimeLimit",
-    "epilog_msg_time": "EpilogMsgTime",
-    "get_env": "GetEnvTimeout",
-    "resv_over_run": "ResvOverRun",
-}
+# Priority, Timeouts and PowerSave fields -> their slurm.conf keys, in the order slurm.conf lists
+# them (the table of keys, gpucluster.slurm.keys).
+PRIORITY_KEYS = {f: k for f, k in keys.under(f"{keys.S}.priority").items() if f != "type"}
+TIMEOUT_KEYS = keys.under(f"{keys.S}.timeouts")
 POWER_SAVE_KEYS = {
-    "suspend_program": "SuspendProgram",
-    "resume_program": "ResumeProgram",
-    "resume_fail_program": "ResumeFailProgram",
-    "suspend_time": "SuspendTime",
-    "suspend_timeout": "SuspendTimeout",
-    "resume_timeout": "ResumeTimeout",
-    "suspend_rate": "SuspendRate",
-    "resume_rate": "ResumeRate",
+    f: k for f, k in keys.under(f"{keys.S}.power_save").items() if not f.startswith("exclude_")
 }
+
+
+def slurm_cluster_name(spec: ClusterSpec) -> str:
+    """The cluster's name as Slurm knows it (sacctmgr, accounting): slurm.conf's ClusterName in
+    lower case, which is what slurmctld makes of it."""
+    return (spec.slurm.cluster_name or spec.name).lower()
 
 
 def fair_share_priority(spec: ClusterSpec) -> bool:

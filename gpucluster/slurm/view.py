@@ -17,7 +17,14 @@ from gpucluster.hostlists import expand, split_top_level
 from gpucluster.model.releases import RELEASES, Release
 from gpucluster.slurm.conf_keys import CGROUP_KEYS, KEYS, NODE_KEYS, PARTITION_KEYS
 from gpucluster.slurm.defaults import PLUGIN_TYPES
-from gpucluster.slurm.oldkeys import Translation, translate, translate_node, translate_partition
+from gpucluster.slurm.oldkeys import (
+    DEFAULT_STORAGE,
+    Translation,
+    translate,
+    translate_cgroup,
+    translate_node,
+    translate_partition,
+)
 from gpucluster.slurm.parse import (
     EVERY_LINE,
     SLURM_RECORDS,
@@ -27,6 +34,7 @@ from gpucluster.slurm.parse import (
     Reader,
     Record,
     Where,
+    read_plugstack,
     read_topology_yaml,
 )
 
@@ -44,6 +52,9 @@ GRES_OPTIONS = (
 )
 # Global keys that may be given on several lines, each adding a value (the others: last wins).
 MULTI_KEYS = ("SlurmctldHost",)
+# Comma lists an old key maps into (FastSchedule=2, SallocDefaultCommand, cgroup.conf TaskAffinity):
+# the mapped value joins the site's own.
+MERGED_KEYS = ("SlurmdParameters", "LaunchParameters", "TaskPlugin")
 SEVERAL_PROLOGS = ("Prolog", "Epilog")
 
 
@@ -114,9 +125,17 @@ class View:
     blocks: dict[str, list[str]] = field(default_factory=dict)
     block_sizes: list[int] = field(default_factory=list)
     topology_default: str | None = None  # tree or block
+    # Switch or block -> the names its Nodes= lists that no NodeName defines (Slurm ignores them).
+    unknown_in_topology: dict[str, list[str]] = field(default_factory=dict)
     cgroup: dict[str, Setting] = field(default_factory=dict)
+    # plugstack.conf as slurmd reads it: each line (an `include` of files the input has replaced
+    # by their lines; one of files it lacks kept as written).
+    plugstack: list[tuple[str, Where]] = field(default_factory=list)
+    # Other files Slurm reads that the input has (name -> path): the importer decides.
+    other_files: dict[str, Path] = field(default_factory=dict)
     dispositions: list[Disposition] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
+    shown: dict[Path, str] = field(default_factory=dict)  # how each file read is named
 
     def value(self, key: str) -> str | None:
         found = self.settings.get(key)
@@ -132,6 +151,8 @@ class SiteFiles:
     gres: tuple[tuple[str | None, Path], ...] = ()
     topology: Path | None = None
     cgroup: Path | None = None
+    plugstack: Path | None = None
+    others: tuple[Path, ...] = ()  # other files of OTHER_FILES the directory has
 
     @classmethod
     def in_directory(cls, directory: Path, extra_gres: tuple[tuple[str | None, Path], ...] = ()) -> SiteFiles:
@@ -141,7 +162,27 @@ class SiteFiles:
         gres = ((None, base / "gres.conf"),) if (base / "gres.conf").is_file() else ()
         topology = next((base / n for n in ("topology.yaml", "topology.conf") if (base / n).is_file()), None)
         cgroup = base / "cgroup.conf" if (base / "cgroup.conf").is_file() else None
-        return cls(conf, gres + extra_gres, topology, cgroup)
+        plugstack = base / "plugstack.conf" if (base / "plugstack.conf").is_file() else None
+        others = tuple(base / name for name in OTHER_FILES if (base / name).is_file())
+        return cls(conf, gres + extra_gres, topology, cgroup, plugstack, others)
+
+
+# Files beside slurm.conf that Slurm's daemons or commands read, other than slurm.conf, gres.conf,
+# topology.conf/topology.yaml, cgroup.conf and plugstack.conf: file -> who reads it.
+OTHER_FILES = {
+    "acct_gather.conf": "the AcctGather plugins (energy, interconnect, filesystem, profile)",
+    "job_container.conf": "JobContainerType=job_container/tmpfs",
+    "oci.conf": "the OCI container runtime (scrun, srun --container)",
+    "helpers.conf": "NodeFeaturesPlugins=node_features/helpers",
+    "burst_buffer.conf": "BurstBufferType",
+    "mpi.conf": "the MPI plugins' own settings",
+    "ext_sensors.conf": "ExtSensorsType",
+    "knl_cray.conf": "NodeFeaturesPlugins=knl_cray",
+    "knl_generic.conf": "NodeFeaturesPlugins=knl_generic",
+    "cli_filter.lua": "CliFilterPlugins=cli_filter/lua",
+    "job_submit.lua": "JobSubmitPlugins=lua",
+    "cgroup_allowed_devices_file.conf": "cgroup.conf AllowedDevicesFile (until 21.08)",
+}
 
 
 def _lower_map(names: frozenset[str]) -> dict[str, str]:
@@ -159,6 +200,7 @@ class ViewBuilder:
         self.node_keys = _lower_map(NODE_KEYS[release.name])
         self.partition_keys = _lower_map(PARTITION_KEYS[release.name])
         self.cgroup_keys = _lower_map(CGROUP_KEYS[release.name])
+        self.default_storage: list[Option] = []
         self.any_keys: dict[str, list[str]] = {}
         for name, keys in KEYS.items():
             for key in keys:
@@ -189,6 +231,9 @@ class ViewBuilder:
 
     def add_global(self, option: Option) -> None:
         lower = option.lower
+        if lower.startswith("defaultstorage") and lower[len("defaultstorage") :] in _DEFAULT_STORAGE:
+            self.default_storage.append(option)  # decided once every key is read
+            return
         if lower in ("controladdr", "backupaddr"):
             # Decided with the controller's name (what the importer makes of addresses).
             name = "ControlAddr" if lower == "controladdr" else "BackupAddr"
@@ -220,16 +265,56 @@ class ViewBuilder:
             return
         self.store(option, None, "")
 
+    def apply_default_storage(self) -> None:
+        """DefaultStorage{Type,Host,Port,User,Pass,Loc} (removed in 21.08): the AccountingStorage
+        and JobComp keys of the same name the file leaves out took their value (read_config.c of
+        20.11: JobComp only with a JobCompType, and never the type slurmdbd)."""
+        settings = self.view.settings
+        for option in self.default_storage:
+            part = _DEFAULT_STORAGE[option.lower[len("defaultstorage") :]]
+            value = option.value.strip()
+            targets: list[tuple[str, str]] = []
+            if part != "Loc" and f"AccountingStorage{part}" not in settings:
+                targets.append(
+                    (f"AccountingStorage{part}", f"accounting_storage/{value}" if part == "Type" else value)
+                )
+            job_comp = self.view.value("JobCompType") or ""
+            if part == "Type":
+                if "JobCompType" not in settings and value.lower() != "slurmdbd":
+                    targets.append(("JobCompType", f"jobcomp/{value}"))
+            elif f"JobComp{part}" not in settings and job_comp and not job_comp.endswith("/none"):
+                targets.append((f"JobComp{part}", value))
+            reason = (
+                f"Slurm 21.08 removed {option.key}, the default of the AccountingStorage{part} and "
+                f"JobComp{part} the file leaves out"
+            )
+            if not targets:
+                self.note(option, "dropped", f"{reason}: the file sets both (or keeps no job completion)")
+                continue
+            translation = Translation(tuple(targets), reason)
+            for key, target_value in targets:
+                self.store(
+                    Option(key, target_value, option.where), translation, f"{option.key}={option.value}"
+                )
+
     def store(self, option: Option, translation: Translation | None, written: str) -> None:
         key = self.keys.get(option.lower, option.key)
         value = canonical_value(key, option.value, self.release)
-        if value != option.value and not written:
-            written = f"{option.key}={option.value}"
+        if (value != option.value or key != option.key) and not written:
+            written = f"{option.key}={option.value}"  # as the file wrote it
         setting = Setting(key, value, option.where, written, translation)
         several = key in MULTI_KEYS or (key in SEVERAL_PROLOGS and self.release.several_prologs)
-        if key == "SlurmdParameters" and translation is not None and key in self.view.settings:
-            merged = self.view.settings[key][-1]
-            setting = Setting(key, f"{merged.value},{value}", option.where, written, translation)
+        earlier_setting = self.view.settings.get(key)
+        if (
+            key in MERGED_KEYS
+            and earlier_setting
+            and (translation is not None or earlier_setting[-1].translation is not None)
+        ):
+            # A mapped old key adds its value to the site's own line, whichever comes first.
+            merged = earlier_setting[-1]
+            values = list(dict.fromkeys([*split_list(merged.value), *split_list(value)]))
+            kept = translation or merged.translation
+            setting = Setting(key, ",".join(values), option.where, written or merged.written, kept)
             self.view.settings[key] = [setting]
             return
         if several:
@@ -252,6 +337,7 @@ class ViewBuilder:
         self.view.files += conf.files
         for option in conf.settings:
             self.add_global(option)
+        self.apply_default_storage()
         default_node: dict[str, Setting] = {}
         default_partition: dict[str, Setting] = {}
         for record in conf.records:
@@ -451,39 +537,78 @@ class ViewBuilder:
     # --- topology ----------------------------------------------------------------------------
 
     def read_topology_conf(self, conf: ConfFile) -> None:
+        """topology.conf as the plugin slurm.conf names reads it: SwitchName lines by
+        topology/tree, BlockName lines and BlockSizes by topology/block; under another plugin (or
+        none) Slurm reads none of it."""
         self.view.files += conf.files
+        plugin = self.view.value("TopologyPlugin") or ""
+        kind = "block" if plugin.endswith("/block") else "tree" if plugin.endswith("/tree") else None
+        unread = (
+            f"Slurm reads it only with TopologyPlugin=topology/{{}} (slurm.conf names {plugin or 'none'})"
+        )
         for option in conf.settings:
-            if option.lower == "blocksizes":
+            if option.lower != "blocksizes":
+                self.fail(option.where, option.key, "not a topology.conf setting")
+            elif kind != "block":
+                self.note(option, "dropped", unread.format("block"))
+            else:
                 self.view.block_sizes = [int(v) for v in split_list(option.value) if v.isdigit()]
                 self.note(option, "native", "", "cluster.fabric.block_sizes")
-            else:
-                self.fail(option.where, option.key, "not a topology.conf setting")
         for record in conf.records:
-            path = f"{record.kind}={record.name}"
-            nodes_option = record.get("Nodes")
-            nodes = self.hosts_of(nodes_option.value, record.where, path) if nodes_option else []
-            for option in record.options:
-                if option.lower not in ("nodes", "switches", "linkspeed"):
-                    self.fail(option.where, option.key, f"not an option of {record.kind} lines")
-                elif option.lower == "linkspeed":
-                    self.note(option, "dropped", "LinkSpeed: topology.conf(5) says Slurm does not use it")
-            if record.kind == "SwitchName":
-                children = record.get("Switches")
-                switches = expand(children.value) if children else []
-                self.view.switches[record.name] = SwitchDef(switches, nodes, record.where)
-            else:
-                self.view.blocks[record.name] = nodes
-                self.note(
-                    Option(record.kind, record.name, record.where),
-                    "native",
-                    "",
-                    f"cluster.fabric.blocks.{record.name}",
-                )
-        plugin = self.view.value("TopologyPlugin") or ""
+            wanted = "tree" if record.kind == "SwitchName" else "block"
+            if kind != wanted:
+                self.note(Option(record.kind, record.name, record.where), "dropped", unread.format(wanted))
+                continue
+            self.topology_record(record)
         # topology.conf is read only by the plugin slurm.conf names.
-        self.view.topology_default = (
-            "block" if plugin.endswith("/block") else "tree" if plugin.endswith("/tree") else None
-        )
+        self.view.topology_default = kind
+
+    def topology_record(self, record: Record) -> None:
+        path = f"{record.kind}={record.name}"
+        nodes_option = record.get("Nodes")
+        nodes = self.topology_hosts(nodes_option.value, record.where, path) if nodes_option else []
+        for option in record.options:
+            if option.lower not in ("nodes", "switches", "linkspeed"):
+                self.fail(option.where, option.key, f"not an option of {record.kind} lines")
+            elif option.lower == "linkspeed":
+                self.note(option, "dropped", "LinkSpeed: topology.conf(5) says Slurm does not use it")
+        if record.kind == "SwitchName":
+            children = record.get("Switches")
+            try:
+                switches = expand(children.value) if children else []
+            except Exception as exc:
+                self.fail(
+                    record.where,
+                    path,
+                    f"`{children.value if children else ''}` is not a Slurm hostlist ({exc})",
+                )
+                return
+            self.view.switches[record.name] = SwitchDef(switches, nodes, record.where)
+        else:
+            self.view.blocks[record.name] = nodes
+            self.note(
+                Option(record.kind, record.name, record.where),
+                "native",
+                "",
+                f"cluster.fabric.blocks.{record.name}",
+            )
+
+    def topology_hosts(self, text: str, where: Where, path: str) -> list[str]:
+        """The nodes of a switch or block: Slurm's topology plugins take names no NodeName defines
+        (logging them as invalid and leaving them out), which the switch keeps apart."""
+        hosts: list[str] = []
+        for token in split_list(text):
+            try:
+                names = expand(token)
+            except Exception as exc:
+                self.fail(where, path, f"`{token}` is not a Slurm hostlist ({exc})")
+                continue
+            for name in names:
+                if name in self.view.hosts:
+                    hosts.append(name)
+                else:
+                    self.view.unknown_in_topology.setdefault(path.split("=", 1)[1], []).append(name)
+        return list(dict.fromkeys(hosts))
 
     def read_topology_yaml(self, path: Path, shown: str) -> None:
         self.view.files.append(shown)
@@ -538,6 +663,13 @@ class ViewBuilder:
     def read_cgroup(self, conf: ConfFile) -> None:
         self.view.files += conf.files
         for option in conf.settings:
+            old = translate_cgroup(option.key, option.value, self.release)
+            if old is not None:
+                if old.kind != "mapped":  # a mapped one is placed where it lands
+                    self.note(option, old.kind, old.reason)
+                for key, value in old.settings:  # TaskAffinity=yes: task/affinity in slurm.conf
+                    self.store(Option(key, value, option.where), old, f"{option.key}={option.value}")
+                continue
             name = self.cgroup_keys.get(option.lower)
             if name is None:
                 if any(option.lower in {k.lower() for k in keys} for keys in CGROUP_KEYS.values()):
@@ -559,6 +691,7 @@ class ViewBuilder:
 
 
 _EMPTY = Setting("", "", None)
+_DEFAULT_STORAGE = {part.lower(): part for part in DEFAULT_STORAGE}
 
 
 def unknown_key(key: str, known: dict[str, list[str]]) -> str:
@@ -622,6 +755,14 @@ def build_view(files: SiteFiles, release: Release, shown: dict[Path, str] | None
             builder.read_topology_conf(Reader(TOPOLOGY_RECORDS, problems, display).read(files.topology))
     if files.cgroup is not None:
         builder.read_cgroup(Reader((), problems, display).read(files.cgroup))
+    if files.plugstack is not None:
+        builder.view.plugstack = read_plugstack(files.plugstack, problems, display)
+        builder.view.files += list(dict.fromkeys(w.file for _, w in builder.view.plugstack)) or [
+            display.get(files.plugstack, str(files.plugstack))
+        ]
+    for path in files.others:
+        builder.view.other_files[path.name] = path
     if problems:
         raise InventoryError(problems)
+    builder.view.shown = display
     return builder.view

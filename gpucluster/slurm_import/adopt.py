@@ -4,6 +4,7 @@ valid (and, with `check`, that it renders the same cluster), write it without ha
 
 from __future__ import annotations
 
+import re
 import shutil
 import tempfile
 from collections import Counter
@@ -11,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gpucluster.checks.storage import SYSTEM_DIRS
 from gpucluster.errors import InventoryError, Problem
 from gpucluster.model.releases import RELEASES, SlurmVersion, known_text
 from gpucluster.model.spec import SlurmSettings
@@ -173,6 +175,8 @@ def _state_storage(slurm: dict[str, Any]) -> dict[str, Any] | None:
     if len(controllers) < 2 or not state:
         return None
     mount = "/" + str(state).strip("/").split("/")[0]
+    if mount in SYSTEM_DIRS:  # /var/lib/slurm: the state path itself, not the system's /var
+        mount = str(state).rstrip("/")
     return {"name": "slurm-state", "mount": mount, "site_managed": True, "hosts": list(controllers)}
 
 
@@ -240,13 +244,8 @@ def write_inventory(result: ImportResult, out: Path, check: bool = False) -> Imp
         try:
             cluster = load_cluster(inventory)
         except InventoryError as exc:
-            # Said of the inventory as it would have been written (nothing was).
-            raise InventoryError(
-                [
-                    Problem(p.file.replace(str(inventory), str(out), 1), p.path, p.message, p.line)
-                    for p in exc.problems
-                ]
-            ) from None
+            # Said of the site's files (nothing was written): the setting that led there.
+            raise InventoryError([_at_input(result, p) for p in exc.problems]) from None
         if check:
             result.comparison = check_render(result, cluster, staging)
         if out.exists():
@@ -256,6 +255,28 @@ def write_inventory(result: ImportResult, out: Path, check: bool = False) -> Imp
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return result
+
+
+def _at_input(result: ImportResult, problem: Problem) -> Problem:
+    """A problem of the inventory the import made, said at the site's setting it came from (the
+    placement whose model setting holds the problem's key path), else at slurm.conf."""
+    path = re.sub(r"\[[^\]]*\]", "[]", problem.path)
+    best: Placement | None = None
+    for placement in result.placements:
+        target = re.sub(r"\[[^\]]*\]", "[]", placement.target.split(" ", 1)[0])
+        matches = placement.where and target and (path.startswith(target) or target.startswith(path))
+        if matches and (best is None or len(target) > len(best.target)):
+            best = placement
+    inventory = f"the inventory's {problem.path}" if problem.path else "the inventory"
+    if best is None:
+        return Problem(result.files[0] if result.files else "", "", f"{problem.message} ({inventory})")
+    file, _, line = best.where.rpartition(":")
+    return Problem(
+        file,
+        best.written.split("=", 1)[0],
+        f"{problem.message} ({inventory})",
+        int(line) if line.isdigit() else None,
+    )
 
 
 def check_render(result: ImportResult, cluster: Any, scratch: Path) -> Comparison:

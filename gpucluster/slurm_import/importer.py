@@ -19,23 +19,26 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpucluster.errors import Problem
-from gpucluster.model.spec import Daemons, SlurmSettings
+from gpucluster.model.releases import SlurmVersion
+from gpucluster.model.spec import CONTROLLER_ADDR, DBD_ADDR, Daemons, SlurmSettings
 from gpucluster.render.health import HEALTH_PROGRAM
+from gpucluster.slurm import keys
 from gpucluster.slurm.defaults import CGROUP_DEFAULTS, global_default, minutes
 from gpucluster.slurm.settings import POWER_SAVE_KEYS, PRIORITY_KEYS, TIMEOUT_KEYS
 from gpucluster.slurm.view import Setting, View, split_list
-from gpucluster.slurm.written import FIXED, MODELLED
+from gpucluster.slurm.written import FIXED
 from gpucluster.slurm_import.compare import normal_global
 
-NATIVE, EXTRA, MAPPED, DROPPED, DEFAULT, REFUSED = (
+NATIVE, EXTRA, MAPPED, DROPPED, DEFAULT, ASSUMED, REFUSED = (
     "native",
     "extra",
     "mapped",
     "dropped",
     "default",
+    "assumed",
     "refused",
 )
-KINDS = (NATIVE, EXTRA, MAPPED, DROPPED, DEFAULT, REFUSED)
+KINDS = (NATIVE, EXTRA, MAPPED, DROPPED, DEFAULT, ASSUMED, REFUSED)
 SLURM = "cluster.slurm"
 
 
@@ -96,6 +99,10 @@ class Globals:
     # Keys whose value the import changes on purpose (the placement says why): the comparison
     # lists them apart from the differences.
     adjusted: set[str] = field(default_factory=set)
+    # Host -> hosts.yml variables naming its addresses (model.spec.SLURM_ADDRESS_VARS).
+    addresses: dict[str, dict[str, str]] = field(default_factory=dict)
+    # What the input lacks, so that --check cannot compare it (a node's gres.conf, a directory).
+    not_compared: list[str] = field(default_factory=list)
 
     def place(
         self, setting: Setting | None, kind: str, target: str = "", reason: str = "", written: str = ""
@@ -159,10 +166,11 @@ class GlobalImport:
         for key, settings in self.view.settings.items():
             handled.add(key)
             handler = getattr(self, f"key_{key.lower()}", None)
+            entry = keys.entry(keys.SLURM_CONF, key)
             if handler is not None:
                 handler(settings)
-            elif key in TIMEOUT_BY_KEY:
-                self.timeout(settings[-1])
+            elif entry is not None and entry.model.startswith(f"{SLURM}.") and key in PLAIN:
+                self.plain(entry, settings[-1])
             elif key in POWER_BY_KEY:
                 self.power(settings[-1])
             elif key in PRIORITY_BY_KEY or key == "PriorityType":
@@ -173,7 +181,85 @@ class GlobalImport:
                 self.other(settings[-1])
         self.omitted(handled)
         self.cgroup()
+        self.plugstack()
+        self.other_files()
+        self.accounting_address()
         return g
+
+    def plugstack(self) -> None:
+        """plugstack.conf's plugins, in order, as cluster.slurm.plugstack (an include of files the
+        input has is their lines; one of files it lacks stays an include of the hosts' own)."""
+        lines = self.view.plugstack
+        if not lines:
+            return
+        self.g.slurm["plugstack"] = [line for line, _ in lines]
+        for line, where in lines:
+            kept = line.startswith("include ")
+            reason = "the hosts' own files (not in the input): kept as an include" if kept else ""
+            self.g.placements.append(Placement(str(where), line, NATIVE, f"{SLURM}.plugstack", reason))
+
+    def accounting_address(self) -> None:
+        """The accounting host as an inventory host: AccountingStorageHost where it names one;
+        where it is `localhost` (Slurm's default when left out) or a controller's address, that
+        controller, with the address slurmctld uses as its hosts.yml slurm_dbd_addr (no host
+        `localhost` for Ansible to configure)."""
+        accounting = self.g.slurm.get("accounting")
+        if accounting is None:
+            return
+        controllers = list(self.g.slurm.get("controller", []))
+        given = accounting.get("host")
+        written = f"AccountingStorageHost={given}"
+        if given is None:
+            given = "localhost"
+            written = "AccountingStorageHost (left out: Slurm's default, localhost)"
+        by_address = {self.g.addresses.get(c, {}).get(CONTROLLER_ADDR): c for c in controllers}
+        virtual = self.value("SlurmctldAddr")
+        if virtual and controllers:
+            by_address.setdefault(virtual, controllers[0])
+        if given in ("localhost", "127.0.0.1", "::1") and controllers:
+            host = controllers[0]
+        elif given in by_address:
+            host = by_address[given]
+        else:
+            return
+        accounting["host"] = host
+        self.g.addresses.setdefault(host, {})[DBD_ADDR] = given
+        self.g.placements.append(
+            Placement(
+                "",
+                written,
+                NATIVE,
+                f"{SLURM}.accounting.host {host} and hosts.yml {host}: {DBD_ADDR}",
+                f"slurmdbd runs on the controller {host}, which slurmctld reaches as {given}",
+            )
+        )
+
+    def other_files(self) -> None:
+        """Files beside slurm.conf that Slurm reads and gpucluster does not write: refused (the
+        site's settings there would be lost), or dropped where the target release reads none."""
+        from gpucluster.slurm.view import OTHER_FILES
+
+        for name, path in sorted(self.view.other_files.items()):
+            where = f"{self.view.shown.get(path, path)}:1"
+            if name == "cgroup_allowed_devices_file.conf" and self.release.version >= SlurmVersion.parse(
+                "22.05"
+            ):
+                self.g.placements.append(
+                    Placement(
+                        where, name, DROPPED, reason="Slurm 22.05 removed cgroup_allowed_devices_file.conf"
+                    )
+                )
+                continue
+            self.g.placements.append(Placement(where, name, REFUSED))
+            self.g.problems.append(
+                Problem(
+                    where.rsplit(":", 1)[0],
+                    name,
+                    f"refused: {OTHER_FILES[name]} reads it, and gpucluster does not write it: its "
+                    "settings would be lost (remove it, or keep the site's copy out of gpucluster's hands)",
+                    1,
+                )
+            )
 
     def cgroup(self) -> None:
         """cgroup.conf: its keys (Slurm's defaults for those it leaves out) into cluster.slurm.cgroup."""
@@ -238,41 +324,79 @@ class GlobalImport:
         else:
             self.g.refuse(
                 setting,
-                f"gpucluster writes {setting.key}={wanted}: its roles set up munge on every host and run "
-                "slurmctld as the packages' user slurm; change the site to that first",
+                f"gpucluster writes {setting.key}={wanted}: its roles set up munge on every host; "
+                "change the site to that first",
             )
 
     def simple(self, path: str, value: Any, setting: Setting, default: Any) -> None:
         self.g.put(path, value, setting, default)
 
+    def plain(self, key: keys.Key, setting: Setting) -> None:
+        """A key the model holds as it is (the table of keys says where and of what kind): its
+        value in the model's terms, left out where it is the model's default; where the model
+        leaves the key to Slurm (no default of its own), Slurm's default is placed as such."""
+        path = key.model[len(SLURM) + 1 :]
+        default = model_default(path)
+        slurm_default = key.default_at(self.release)
+        if (
+            default is None
+            and slurm_default is not None
+            and _same(key.name, setting.value, slurm_default, self.release)
+        ):
+            self.g.place(setting, DEFAULT, reason=f"Slurm's default ({slurm_default or 'none'})")
+            return
+        self.g.put(path, model_value(key, setting.value), setting, default)
+
     # --- keys ----------------------------------------------------------------------------------
 
     def key_clustername(self, settings: list[Setting]) -> None:
+        """cluster.name; a name Slurm takes that gpucluster's names do not (dots, capitals, a
+        leading digit) is kept as cluster.slurm.cluster_name, with cluster.name made from it."""
         setting = settings[-1]
-        name = setting.value.lower()
-        if not re.fullmatch(r"[a-z][a-z0-9_-]{0,39}", name):
-            self.g.refuse(
-                setting,
-                "gpucluster's cluster names start with a letter and hold letters, digits, '-' and '_' "
-                "(up to 40): rename the cluster first (sacctmgr and StateSaveLocation know it)",
+        written = setting.value.strip()
+        name = written.lower()
+        if re.fullmatch(r"[a-z][a-z0-9_-]{0,39}", name):
+            self.g.name = name
+            self.g.place(
+                setting, NATIVE, "cluster.name", "Slurm reads it in lower case" if name != written else ""
             )
             return
-        self.g.name = name
-        self.g.place(setting, NATIVE, "cluster.name")
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}", written):
+            self.g.refuse(
+                setting, f"ClusterName `{written}`: gpucluster takes letters, digits, '.', '-' and '_'"
+            )
+            return
+        base = re.sub(r"[^a-z0-9_-]+", "-", name).strip("-")[:40].rstrip("-")
+        self.g.name = base if base[:1].isalpha() else f"c-{base}"[:40]
+        self.g.slurm["cluster_name"] = written
+        self.g.place(
+            setting,
+            NATIVE,
+            f"{SLURM}.cluster_name",
+            f"written as it is; cluster.name `{self.g.name}` (gpucluster's names: letters, digits, '-', '_')",
+        )
+
+    def key_slurmuser(self, settings: list[Setting]) -> None:
+        setting = settings[-1]
+        user = setting.value.strip()
+        if not re.fullmatch(r"[a-z_][a-z0-9_.-]{0,31}", user):
+            self.g.refuse(setting, f"SlurmUser `{user}` is not a Unix user name")
+            return
+        self.g.put("slurm_user", user, setting, "slurm")
 
     def key_slurmctldhost(self, settings: list[Setting]) -> None:
+        """The controllers in order; `name(address)` gives the address slurmd and the commands
+        reach it at (hosts.yml slurm_controller_addr, dropped where it is the name itself)."""
         hosts: list[str] = []
         for setting in settings:
-            name, _, address = setting.value.partition("(")
-            if address and address.rstrip(")") != name:
-                self.g.refuse(
-                    setting,
-                    f"the address {address.rstrip(')')} of {name}: gpucluster names controllers by host name "
-                    "(give the address in DNS or /etc/hosts)",
-                )
-                continue
+            name, _, rest = setting.value.strip().partition("(")
+            address = rest.rstrip(")").strip()
             hosts.append(name)
-            self.g.place(setting, NATIVE, f"{SLURM}.controller")
+            if address and address != name:
+                self.g.addresses.setdefault(name, {})[CONTROLLER_ADDR] = address
+                self.g.place(setting, NATIVE, f"{SLURM}.controller and hosts.yml {name}: {CONTROLLER_ADDR}")
+            else:
+                self.g.place(setting, NATIVE, f"{SLURM}.controller")
         self.g.slurm["controller"] = hosts
 
     def key_controladdr(self, settings: list[Setting]) -> None:
@@ -282,28 +406,26 @@ class GlobalImport:
         self.address(settings[-1], 1)
 
     def address(self, setting: Setting, index: int) -> None:
+        """ControlAddr/BackupAddr: the address of the first/second controller, which Slurm 18.08
+        and later write SlurmctldHost=name(address) (25.05 reads only that)."""
         hosts = [s.value.split("(")[0] for s in self.view.settings.get("SlurmctldHost", [])]
-        if index < len(hosts) and setting.value == hosts[index]:
+        address = setting.value.strip()
+        if index >= len(hosts):
+            self.g.refuse(setting, f"{setting.key} without a controller {index + 1} to be the address of")
+            return
+        if address == hosts[index]:
             self.g.place(setting, DROPPED, reason="the controller's own name: nothing to say")
             return
-        self.g.refuse(
+        self.g.addresses.setdefault(hosts[index], {})[CONTROLLER_ADDR] = address
+        self.g.place(
             setting,
-            f"{setting.key} gives the address of a controller: gpucluster names controllers by host name "
-            "(give the address in DNS or /etc/hosts); ControlAddr/BackupAddr are SlurmctldHost=name(address) "
-            "since 18.08 and gone from 25.05",
+            MAPPED,
+            f"hosts.yml {hosts[index]}: {CONTROLLER_ADDR}",
+            f"{setting.key} is SlurmctldHost={hosts[index]}({address}) since Slurm 18.08 (25.05 reads only that)",
         )
-
-    def key_slurmctldport(self, settings: list[Setting]) -> None:
-        self.simple("daemons.slurmctld_port", _int(settings[-1].value), settings[-1], 6817)
-
-    def key_slurmdport(self, settings: list[Setting]) -> None:
-        self.simple("daemons.slurmd_port", _int(settings[-1].value), settings[-1], 6818)
 
     def key_statesavelocation(self, settings: list[Setting]) -> None:
         self.simple("state_save_location", settings[-1].value, settings[-1], "/var/lib/slurm/slurmctld")
-
-    def key_slurmdspooldir(self, settings: list[Setting]) -> None:
-        self.simple("daemons.spool_dir", settings[-1].value, settings[-1], self.daemon_defaults["spool_dir"])
 
     def key_slurmctldpidfile(self, settings: list[Setting]) -> None:
         setting = settings[-1]
@@ -319,11 +441,15 @@ class GlobalImport:
             and not setting.value.startswith(directory + "/")
             and not setting.value.startswith("/var" + directory + "/")
         ):
+            # The site's file name, in the one directory the packaged unit lets slurmctld write.
+            moved = f"{directory}/{setting.value.rsplit('/', 1)[-1]}"
+            if moved != packaged:
+                self.g.slurm.setdefault("daemons", {})["slurmctld_pid_file"] = moved
             self.g.place(
                 setting,
                 MAPPED,
                 f"{SLURM}.daemons.slurmctld_pid_file",
-                f"{packaged}: the packages of Slurm {self.release.name} run slurmctld as SlurmUser with only {directory} writable",
+                f"{moved}: the packages of Slurm {self.release.name} run slurmctld as SlurmUser with only {directory} writable",
             )
             self.g.adjusted.add("SlurmctldPidFile")
             return
@@ -335,22 +461,6 @@ class GlobalImport:
             self.g.place(setting, NATIVE, f"{SLURM}.daemons.slurmd_pid_file")
         else:
             self.simple("daemons.slurmd_pid_file", setting.value, setting, None)
-
-    def key_slurmctldlogfile(self, settings: list[Setting]) -> None:
-        self.simple(
-            "daemons.slurmctld_log_file",
-            settings[-1].value,
-            settings[-1],
-            self.daemon_defaults["slurmctld_log_file"],
-        )
-
-    def key_slurmdlogfile(self, settings: list[Setting]) -> None:
-        self.simple(
-            "daemons.slurmd_log_file",
-            settings[-1].value,
-            settings[-1],
-            self.daemon_defaults["slurmd_log_file"],
-        )
 
     def key_slurmctlddebug(self, settings: list[Setting]) -> None:
         self.debug("slurmctld_debug", settings[-1])
@@ -364,32 +474,6 @@ class GlobalImport:
             self.g.place(setting, DEFAULT, reason="Slurm's default (info)")
             return
         self.simple(f"daemons.{field_name}", level, setting, None)
-
-    def key_debugflags(self, settings: list[Setting]) -> None:
-        self.simple("daemons.debug_flags", split_list(settings[-1].value), settings[-1], [])
-
-    def key_mpidefault(self, settings: list[Setting]) -> None:
-        self.simple("mpi_default", settings[-1].value, settings[-1], "none")
-
-    def key_mailprog(self, settings: list[Setting]) -> None:
-        self.simple("mail_prog", settings[-1].value, settings[-1], self.slurm_defaults["mail_prog"])
-
-    def key_returntoservice(self, settings: list[Setting]) -> None:
-        self.simple("return_to_service", _int(settings[-1].value), settings[-1], 2)
-
-    def key_schedulertype(self, settings: list[Setting]) -> None:
-        self.simple("scheduler_type", _strip("sched", settings[-1].value), settings[-1], "backfill")
-
-    def key_schedulerparameters(self, settings: list[Setting]) -> None:
-        self.simple("scheduler_parameters", split_list(settings[-1].value), settings[-1], [])
-
-    def key_selecttype(self, settings: list[Setting]) -> None:
-        self.simple("select_type", _strip("select", settings[-1].value), settings[-1], "cons_tres")
-
-    def key_selecttypeparameters(self, settings: list[Setting]) -> None:
-        self.simple(
-            "select_type_parameters", split_list(settings[-1].value), settings[-1], ["CR_Core_Memory"]
-        )
 
     def key_preempttype(self, settings: list[Setting]) -> None:
         setting = settings[-1]
@@ -408,14 +492,6 @@ class GlobalImport:
             return
         self.g.slurm.setdefault("preemption", {})["mode"] = modes
         self.g.place(setting, NATIVE, f"{SLURM}.preemption.mode")
-
-    def key_preemptexempttime(self, settings: list[Setting]) -> None:
-        self.g.slurm.setdefault("preemption", {})["exempt_time"] = settings[-1].value
-        self.g.place(settings[-1], NATIVE, f"{SLURM}.preemption.exempt_time")
-
-    def key_preemptparameters(self, settings: list[Setting]) -> None:
-        self.g.slurm.setdefault("preemption", {})["parameters"] = split_list(settings[-1].value)
-        self.g.place(settings[-1], NATIVE, f"{SLURM}.preemption.parameters")
 
     def key_proctracktype(self, settings: list[Setting]) -> None:
         setting = settings[-1]
@@ -452,9 +528,6 @@ class GlobalImport:
             self.g.place(setting, DEFAULT, reason="Slurm's default (ALL)")
             return
         self.simple("propagate_resource_limits", split_list(setting.value), setting, None)
-
-    def key_propagateresourcelimitsexcept(self, settings: list[Setting]) -> None:
-        self.simple("propagate_resource_limits_except", split_list(settings[-1].value), settings[-1], [])
 
     def key_prologflags(self, settings: list[Setting]) -> None:
         setting = settings[-1]
@@ -497,6 +570,44 @@ class GlobalImport:
             values = [v for v in values if v != "enable_configless"]
         self.simple("slurmctld_parameters", values, setting, [])
 
+    def key_defcpupergpu(self, settings: list[Setting]) -> None:
+        self.per_gpu(settings[-1])
+
+    def key_defmempergpu(self, settings: list[Setting]) -> None:
+        self.per_gpu(settings[-1])
+
+    def per_gpu(self, setting: Setting) -> None:
+        """A global DefCpuPerGPU/DefMemPerGPU: the default of every partition that gives none,
+        written on their lines (gpucluster writes these per partition)."""
+        if not setting.value.strip().isdigit():
+            self.g.refuse(setting, f"{setting.key}={setting.value}: a number")
+            return
+        if not self.view.partitions:
+            self.g.place(setting, DROPPED, reason="no partition takes it: slurm.conf defines none")
+            return
+        self.g.place(
+            setting,
+            MAPPED,
+            "cluster.partitions[].cpus_per_gpu"
+            if setting.key == "DefCpuPerGPU"
+            else "cluster.partitions[].memory_per_gpu_mb",
+            "slurm.conf's default of every partition that gives none: written on their lines",
+        )
+
+    def key_plugindir(self, settings: list[Setting]) -> None:
+        """PluginDir names where the site's own build keeps its plugins; the packages gpucluster
+        installs look where they were built to (Debian's: /usr/lib/<multiarch>/slurm-wlm), and
+        hold no plugin at the site's path. Left out on purpose, and said so."""
+        setting = settings[-1]
+        self.g.place(
+            setting,
+            MAPPED,
+            "the packages' own PluginDir",
+            f"left out: the Slurm packages of {self.release.name} that gpucluster installs keep their plugins "
+            "where their build looks (Debian: /usr/lib/<multiarch>/slurm-wlm)",
+        )
+        self.g.adjusted.add("PluginDir")
+
     def key_grestypes(self, settings: list[Setting]) -> None:
         setting = settings[-1]
         types = [t.lower() for t in split_list(setting.value)]
@@ -532,6 +643,7 @@ class GlobalImport:
         setting = settings[-1]
         kind = _strip("accounting_storage", setting.value)
         if kind == "slurmdbd":
+            self.g.slurm.setdefault("accounting", {})
             self.g.place(setting, NATIVE, f"{SLURM}.accounting")
         elif kind == "none":
             self.g.place(setting, DEFAULT, reason="Slurm's default (no accounting)")
@@ -595,15 +707,6 @@ class GlobalImport:
             health["prolog"] = False
         self.g.slurm["health"] = health
 
-    def timeout(self, setting: Setting) -> None:
-        field_name = TIMEOUT_BY_KEY[setting.key]
-        default = global_default(setting.key, self.release)
-        if default is not None and _same(setting.key, setting.value, default, self.release):
-            self.g.place(setting, DEFAULT, reason=f"Slurm's default ({default})")
-            return
-        self.g.slurm.setdefault("timeouts", {})[field_name] = _int(setting.value)
-        self.g.place(setting, NATIVE, f"{SLURM}.timeouts.{field_name}")
-
     def power(self, setting: Setting) -> None:
         field_name = POWER_BY_KEY[setting.key]
         power = self.g.slurm.setdefault("power_save", {})
@@ -664,6 +767,8 @@ class GlobalImport:
         def absent(key: str) -> bool:
             return key not in present
 
+        if absent("SlurmUser"):
+            s["slurm_user"] = "root"  # Slurm's default
         if absent("StateSaveLocation"):
             s["state_save_location"] = "/var/spool"
         if absent("SlurmdSpoolDir"):
@@ -713,6 +818,46 @@ class GlobalImport:
                 priority["type"] = default
 
 
+def model_default(path: str) -> Any:
+    """The default of a setting of cluster.slurm (`daemons.spool_dir`); None where it has none."""
+    model: Any = SlurmSettings
+    info = None
+    for part in path.split("."):
+        fields = getattr(model, "model_fields", None)
+        if fields is None or part not in fields:
+            return None
+        info = fields[part]
+        model = next(
+            (
+                a
+                for a in getattr(info.annotation, "__args__", (info.annotation,))
+                if hasattr(a, "model_fields")
+            ),
+            info.annotation,
+        )
+    if info is None:
+        return None
+    if info.default_factory is not None:
+        return info.default_factory()  # type: ignore[call-arg,unused-ignore]
+    return None if info.is_required() else info.default
+
+
+def model_value(key: keys.Key, text: str) -> Any:
+    """A value of a Slurm file in the model's terms, as the key's kind says."""
+    if key.kind in (keys.SET, keys.LIST, keys.PLUGINS):
+        items = split_list(text)
+        return [_strip(key.plugin, item) for item in items] if key.plugin else items
+    if key.kind == keys.PLUGIN:
+        return _strip(key.plugin, text.strip())
+    if key.kind == keys.LEVEL:
+        return text.strip().lower()
+    if key.kind == keys.FLAG:
+        return text.strip().lower() in ("yes", "1", "true", "y")
+    if key.kind in (keys.TIME, keys.PATH):
+        return text.strip()
+    return _int(text)
+
+
 TIMEOUT_BY_KEY = {key: name for name, key in TIMEOUT_KEYS.items()}
 POWER_BY_KEY = {
     **{key: name for name, key in POWER_SAVE_KEYS.items()},
@@ -723,7 +868,15 @@ POWER_BY_KEY = {
 PRIORITY_BY_KEY = {key: name for name, key in PRIORITY_KEYS.items()}
 
 # Sanity: every key the model holds has its handler above.
-_HANDLED = {*TIMEOUT_BY_KEY, *POWER_BY_KEY, *PRIORITY_BY_KEY, "PriorityType"}
-assert all(key in _HANDLED or hasattr(GlobalImport, f"key_{key.lower()}") for key in MODELLED), [
-    key for key in MODELLED if key not in _HANDLED and not hasattr(GlobalImport, f"key_{key.lower()}")
-]
+# Keys the model holds as they are (the generic path of the import, GlobalImport.plain): every
+# key of the table of keys with a place in cluster.slurm that no handler above reads in other terms.
+PLAIN = frozenset(
+    key.name
+    for key in keys.SLURM_CONF_KEYS
+    if key.model.startswith(f"{SLURM}.")
+    and not hasattr(GlobalImport, f"key_{key.name.lower()}")
+    and key.name not in POWER_BY_KEY
+    and key.name not in PRIORITY_BY_KEY
+    and key.name != "PriorityType"
+    and key.name not in FIXED
+)

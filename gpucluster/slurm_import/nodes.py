@@ -19,13 +19,26 @@ from hostlist import numeric_sort_key
 
 from gpucluster.hostlists import compress, expand, number_runs, split_top_level
 from gpucluster.model.base import NAME_RE, SLURM_TIME_RE
+from gpucluster.model.spec import NODE_ADDR, NODE_HOSTNAME
+from gpucluster.slurm import keys
 from gpucluster.slurm.conf_keys import NODE_KEYS
 from gpucluster.slurm.gpus import core_range, parse_cores
 from gpucluster.slurm.view import NodeDef, PartitionDef, Setting, View, split_list
 from gpucluster.slurm.written import NODE_PER_HOST
-from gpucluster.slurm_import.importer import DEFAULT, EXTRA, MAPPED, NATIVE, Globals, Placement
+from gpucluster.slurm_import.importer import (
+    ASSUMED,
+    DEFAULT,
+    DROPPED,
+    EXTRA,
+    MAPPED,
+    NATIVE,
+    Globals,
+    Placement,
+)
 
 _NAME = re.compile(NAME_RE)
+# NodeName options naming each host's address -> the hosts.yml variable holding it.
+ADDRESS_VARS = {"NodeAddr": NODE_ADDR, "NodeHostname": NODE_HOSTNAME}
 _GPU_FILE = re.compile(r"^/dev/nvidia(\d+)$")
 
 
@@ -58,6 +71,9 @@ class NodeImport:
     entry_groups: list[str] = field(default_factory=list)
     entry_of_host: dict[str, dict[str, Any]] = field(default_factory=dict)
     refused_nodes: bool = False
+    assumed_hosts: list[str] = field(default_factory=list)
+    records_gpus: dict[str, bool] = field(default_factory=dict)  # host -> whether it has GPUs
+    ignored_cores: set[Any] = field(default_factory=set)
     # Placements made for a NodeName line before the node types had names: (first, last, a host).
     line_placements: list[tuple[int, int, str]] = field(default_factory=list)
 
@@ -205,10 +221,11 @@ class NodeImport:
         known = {k.lower(): k for k in NODE_KEYS[self.release]}
         extra: dict[str, Any] = {}
         for name, setting in options.items():
+            if name in ADDRESS_VARS:
+                continue  # each host's (addresses)
             if name in NODE_PER_HOST:
                 self.refuse(
-                    setting,
-                    f"{name} gives each host an address: gpucluster names nodes by host name (give it in DNS or /etc/hosts)",
+                    setting, f"{name} gives each host a value of its own: gpucluster does not carry it"
                 )
                 continue
             if name.lower() == "reason":
@@ -273,7 +290,27 @@ class NodeImport:
                         )
                     )
                     self.refused_nodes = True
+        typed = {line.options.get("type") for line in lines}
+        if model is None and len(typed) == 1 and None not in typed and _device_count(lines) == count:
+            # slurmctld takes the type of gres.conf for an untyped Gres= (gres.c, once slurmd registers).
+            model = typed.pop()
+            spec = {"model": model, "count": count}
+            self.g.placements.append(
+                Placement(
+                    str(lines[0].where),
+                    f"Type={model}",
+                    NATIVE,
+                    "cluster.node_types.<type>.gpus.model",
+                    f"slurm.conf's Gres=gpu:{count} takes gres.conf's type once slurmd registers",
+                )
+            )
+            self.line_placements.append((len(self.g.placements) - 1, len(self.g.placements), host))
+        detected = auto in ("nvml", "nvidia")
+        for line in lines:
             kind = line.options.get("type")
+            # Under AutoDetect the driver names the type; a line without one only checks files.
+            if detected and kind is None:
+                continue
             if kind != model and not (kind is None and model is None):
                 self.g.problems.append(
                     _problem(
@@ -283,10 +320,11 @@ class NodeImport:
                     )
                 )
                 self.refused_nodes = True
-        if auto in ("nvml", "nvidia"):
+        if detected:
             spec["autodetect"] = auto
-            return spec
-        if auto not in ("off", "", "no"):
+            if not any("file" in line.options for line in lines):
+                return spec
+        if not detected and auto not in ("off", "", "no"):
             self.g.problems.append(
                 _problem(None, "AutoDetect", f"refused: AutoDetect={auto} (gpucluster knows nvml and nvidia)")
             )
@@ -308,13 +346,15 @@ class NodeImport:
                     self.refused_nodes = True
                     return spec
                 files.append((int(match.group(1)), cores))
+        if not files and not lines:
+            return self.assumed_devices(host, spec, count, layout)
         if not files:
             self.g.problems.append(
                 _problem(
-                    None,
-                    host,
-                    f"refused: {host} has {count} GPUs in slurm.conf but no gres.conf File= lines nor AutoDetect: "
-                    "give its gres.conf (--gres-conf)",
+                    lines[0].where,
+                    "File",
+                    f"refused: {host}'s gres.conf lines give its {count} GPUs no File= (gpucluster writes "
+                    "each GPU's device file)",
                 )
             )
             self.refused_nodes = True
@@ -331,9 +371,9 @@ class NodeImport:
                 )
             )
             self.refused_nodes = True
-        cores_of = [c for _, c in files]
+        cores_of = self.known_cores([c for _, c in files], layout, lines[0].where if lines else None)
         if all(c is None for c in cores_of):
-            if "sockets" in layout:
+            if "sockets" in layout and not detected:
                 spec["affinity"] = "none"
         elif any(c is None for c in cores_of):
             self.g.problems.append(
@@ -346,10 +386,98 @@ class NodeImport:
                 spec["affinity"] = listed
         return spec
 
+    def known_cores(self, cores_of: list[str | None], layout: dict[str, Any], where: Any) -> list[str | None]:
+        """Each GPU's Cores= as slurmctld keeps them: a list naming a core the node does not have
+        (CPU ids for cores, as the old CPUs= were often written) is left out, as slurmctld does
+        (`invalid GRES core specification`)."""
+        total = _core_count(layout)
+        if total is None:
+            return cores_of
+        kept: list[str | None] = []
+        for cores in cores_of:
+            if cores is not None and max(parse_cores(cores)) >= total:
+                if where is not None and where not in self.ignored_cores:
+                    self.ignored_cores.add(where)
+                    self.g.placements.append(
+                        Placement(
+                            str(where), f"Cores={cores}", DROPPED,
+                            reason=f"the node has {total} cores (0-{total - 1}): slurmctld ignores the list "
+                            "(`invalid GRES core specification`)",
+                        )
+                    )  # fmt: skip
+                cores = None
+            kept.append(cores)
+        return kept
+
+    def assumed_devices(
+        self, host: str, spec: dict[str, Any], count: int, layout: dict[str, Any]
+    ) -> dict[str, Any]:
+        """A GPU node whose gres.conf the input lacks (each node reads its own copy): the NVIDIA
+        driver's device files are assumed, with no cores near them, and said so."""
+        spec["devices"] = compress(f"/dev/nvidia{n}" for n in range(count))
+        if "sockets" in layout:
+            spec["affinity"] = "none"
+        self.assumed_hosts.append(host)
+        return spec
+
+    def place_assumed(self) -> None:
+        if not self.assumed_hosts:
+            return
+        hosts = compress(self.assumed_hosts)
+        self.g.placements.append(
+            Placement(
+                "",
+                f"gres.conf of {hosts} (not in the input)",
+                ASSUMED,
+                "cluster.node_types.<type>.gpus.devices",
+                "each node reads its own gres.conf: the NVIDIA driver's files /dev/nvidia0... are assumed, "
+                "without Cores=; give the nodes' copies (--gres-conf HOSTS=FILE) to carry theirs",
+            )
+        )
+        self.g.not_compared.append(f"gres.conf of {hosts}: not in the input")
+
     # --- grouping -------------------------------------------------------------------------------
+
+    def addresses(self) -> None:
+        """NodeAddr and NodeHostname of each host (a hostlist of as many names as the line's, in
+        the same order): hosts.yml variables where they differ from the host's name, Slurm's
+        default; nothing where they are the name."""
+        hosts_of: dict[int, list[str]] = {}
+        for host, definition in self.view.hosts.items():
+            hosts_of.setdefault(id(definition), []).append(host)
+        seen: set[int] = set()
+        for definition in self.view.hosts.values():
+            if id(definition) in seen:
+                continue
+            seen.add(id(definition))
+            for name, var in ADDRESS_VARS.items():
+                setting = definition.options.get(name)
+                if setting is not None:
+                    self.host_addresses(setting, var, hosts_of[id(definition)])
+
+    def host_addresses(self, setting: Setting, var: str, hosts: list[str]) -> None:
+        try:
+            values = expand(setting.value)
+        except Exception as exc:
+            self.refuse(setting, f"`{setting.value}` is not a Slurm hostlist ({exc})")
+            return
+        if len(values) < len(hosts):
+            self.refuse(
+                setting,
+                f"{len(values)} names for {len(hosts)} nodes: slurmctld needs as many {setting.key} as NodeName",
+            )
+            return
+        differ = {host: value for host, value in zip(hosts, values, strict=False) if value != host}
+        for host, value in differ.items():
+            self.g.addresses.setdefault(host, {})[var] = value
+        if differ:
+            self.place(setting, NATIVE, f"hosts.yml {var} of {compress(list(differ))}")
+        else:
+            self.place(setting, DEFAULT, reason="each node's own name: Slurm's default")
 
     def run(self) -> None:
         view = self.view
+        self.addresses()
         records: dict[str, tuple[Hardware, dict[str, Any], dict[str, Any] | None]] = {}
         spec_cache: dict[tuple[Any, ...], dict[str, Any] | None] = {}
         for host, definition in view.hosts.items():
@@ -368,8 +496,10 @@ class NodeImport:
             if gres_key not in spec_cache:
                 spec_cache[gres_key] = self.gpu_spec(host, hardware, layout)
             records[host] = (hardware, layout, spec_cache[gres_key])
+            self.records_gpus[host] = spec_cache[gres_key] is not None
         if self.refused_nodes:
             return
+        self.place_assumed()
         self.place_gres_lines()
         self.make_types(records)
         for first, last, host in self.line_placements:
@@ -606,6 +736,39 @@ class NodeImport:
     def make_partitions(self) -> None:
         for partition in self.view.partitions:
             self.partitions.append(self.partition(partition))
+        self.partitions_as_published()
+
+    def partitions_as_published(self) -> None:
+        """What the site's partitions do that gpucluster's first-inventory checks advise against,
+        said as cluster.slurm settings (each a warning of validate): no default partition,
+        several, Slurm nodes in no partition."""
+        defaults = [p["name"] for p in self.partitions if p.get("default")]
+        if self.partitions and not defaults:
+            self.g.slurm["no_default_partition"] = True
+            self.g.placements.append(
+                Placement(
+                    "", "no PartitionName says Default=YES", NATIVE, f"{keys.S}.no_default_partition",
+                    "jobs must name their partition, as on the site",
+                )
+            )  # fmt: skip
+        if len(defaults) > 1:
+            self.g.slurm["several_default_partitions"] = True
+            self.g.placements.append(
+                Placement(
+                    "", f"Default=YES on {', '.join(defaults)}", NATIVE, f"{keys.S}.several_default_partitions",
+                    f"slurmctld keeps the last, {defaults[-1]}, as the default",
+                )
+            )  # fmt: skip
+        placed = {h for p in self.view.partitions for h in p.hosts}
+        orphans = [h for h in self.view.hosts if h not in placed]
+        if orphans:
+            self.g.slurm["hosts_in_no_partition"] = self.cover(orphans)
+            self.g.placements.append(
+                Placement(
+                    "", f"{compress(orphans)} in no partition", NATIVE, f"{keys.S}.hosts_in_no_partition",
+                    "no job runs there, as on the site",
+                )
+            )  # fmt: skip
 
     def partition(self, p: PartitionDef) -> dict[str, Any]:
         out: dict[str, Any] = {"name": p.name, "nodes": self.cover(p.hosts)}
@@ -625,76 +788,45 @@ class NodeImport:
             )
         for key, setting in p.options.items():
             self.partition_option(out, key, setting, path)
+        gpu_partition = any(self.records_gpus.get(h) for h in p.hosts)
+        for key, field_name in PER_GPU_GLOBALS.items():
+            value = self.view.value(key)
+            if gpu_partition and value is not None and value.strip().isdigit() and key not in p.options:
+                # slurm.conf's global value is the default of every partition that gives none.
+                out[field_name] = int(value)
         self.per_gpu_defaults(out, p)
         return out
 
     def partition_option(self, out: dict[str, Any], key: str, setting: Setting, path: str) -> None:
+        """One option of a PartitionName line: where the table of keys gives the partition a
+        setting for it, there (as its kind reads it; a flag only where on, a list of ALL as none);
+        the few whose value means something else in the model as PARTITION_OPTIONS says; the
+        others in the partition's `extra`."""
         value = setting.value.strip()
-        upper = value.upper()
-        handled = True
-        if key == "Default":
-            if upper in ("YES", "1"):
-                out["default"] = True
-        elif key in ("MaxTime", "DefaultTime"):
-            name = "max_time" if key == "MaxTime" else "default_time"
-            if not SLURM_TIME_RE.match(upper):
-                self.g.refuse(setting, f"{value} is not a Slurm time")
-                return
-            if not (key == "MaxTime" and upper == "UNLIMITED"):
-                out[name] = value
-        elif key in ("OverSubscribe", "Exclusive"):
-            if upper in ("EXCLUSIVE", "NODE"):
-                out["exclusive"] = True
-            elif upper not in ("NO",):
-                if key == "Exclusive" or not re.fullmatch(r"(YES|FORCE)(:\d+)?", upper):
-                    self.g.refuse(
-                        setting,
-                        f"{key}={value}: gpucluster writes OverSubscribe NO, YES[:n], FORCE[:n] or exclusive nodes",
-                    )
+        entry = keys.entry(keys.PARTITION, key)
+        special = PARTITION_OPTIONS.get(key)
+        if special is not None:
+            kind = special(self, out, setting, value)
+            if kind is not None:
+                self.place(
+                    setting, kind, f"{path}.{key}" if kind == NATIVE else "", _DEFAULT_REASON.get(kind, "")
+                )
+            return
+        if entry is not None and entry.model.startswith(keys.P + "."):
+            field_name = entry.field
+            if entry.kind == keys.FLAG:
+                if value.upper() in ("YES", "1"):
+                    out[field_name] = True
+            elif entry.kind == keys.SET:
+                if value.upper() != "ALL":
+                    out[field_name] = split_list(value)
+            elif entry.kind == keys.NUMBER:
+                if not value.lstrip("-").isdigit():
+                    self.g.refuse(setting, f"{key}={value}: a number")
                     return
-                out["over_subscribe"] = upper
-        elif key == "AllowAccounts":
-            if upper != "ALL":
-                out["allow_accounts"] = split_list(value)
-        elif key in ("DenyAccounts", "AllowGroups", "AllowQos", "DenyQos"):
-            if upper != "ALL":
-                out[_snake(key)] = split_list(value)
-        elif key == "PreemptMode":
-            out["preempt_mode"] = [m.upper() for m in split_list(value)]
-        elif key in (
-            "PriorityTier",
-            "PriorityJobFactor",
-            "GraceTime",
-            "MaxNodes",
-            "MinNodes",
-            "MaxCPUsPerNode",
-            "SuspendTimeout",
-            "ResumeTimeout",
-        ):
-            name = {"MaxCPUsPerNode": "max_cpus_per_node"}.get(key, _snake(key))
-            if upper in ("UNLIMITED", "INFINITE") and key == "MaxNodes":
-                self.place(setting, DEFAULT, reason="Slurm's default (UNLIMITED)")
-                return
-            out[name] = int(value)
-        elif key == "SuspendTime":
-            out["suspend_time"] = -1 if upper in ("NONE", "INFINITE", "-1") else int(value)
-        elif key in ("DefMemPerCPU", "MaxMemPerCPU", "DefMemPerNode", "MaxMemPerNode"):
-            out[_snake(key).replace("_cpu", "_cpu_mb").replace("_node", "_node_mb")] = int(value)
-        elif key in ("DefCpuPerGPU", "DefMemPerGPU"):
-            out["cpus_per_gpu" if key == "DefCpuPerGPU" else "memory_per_gpu_mb"] = int(value)
-        elif key == "QOS":
-            out["qos"] = value
-        elif key == "TRESBillingWeights":
-            out["tres_billing_weights"] = value
-        elif key in ("Hidden", "ExclusiveUser", "PowerDownOnIdle"):
-            if upper in ("YES", "1"):
-                out[_snake(key)] = True
-        elif key == "State":
-            if upper != "UP":
-                out["state"] = upper
-        else:
-            handled = False
-        if handled:
+                out[field_name] = int(value)
+            else:
+                out[field_name] = value
             self.place(setting, NATIVE, f"{path}.{key}")
             return
         out.setdefault("extra", {})[key] = int(value) if value.isdigit() else value
@@ -732,7 +864,8 @@ class NodeImport:
         view = self.view
         tree: dict[str, list[str]] = {}
         for name, switch in view.switches.items():
-            if switch.switches and switch.nodes:
+            placeholders = view.unknown_in_topology.get(name, [])
+            if switch.switches and (switch.nodes or placeholders):
                 self.g.problems.append(
                     _problem(
                         switch.where,
@@ -741,7 +874,9 @@ class NodeImport:
                     )
                 )
                 continue
-            tree[name] = list(switch.switches) if switch.switches else self.cover(switch.nodes)
+            tree[name] = (
+                list(switch.switches) if switch.switches else [*self.cover(switch.nodes), *placeholders]
+            )
             self.g.placements.append(
                 Placement(
                     str(switch.where) if switch.where else "",
@@ -751,23 +886,75 @@ class NodeImport:
                 )
             )
         if tree:
-            under = {h for s in view.switches.values() for h in s.nodes}
-            missing = [h for h in view.hosts if h not in under]
-            if missing:
-                self.g.problems.append(
-                    _problem(
-                        None,
-                        "topology",
-                        f"refused: {compress(missing)} are under no leaf switch (gpucluster's switch tree holds every node)",
+            self.fabric["tree"] = tree
+            self.tree_as_published(tree)
+        self.make_blocks()
+
+    def tree_as_published(self, tree: dict[str, list[str]]) -> None:
+        """What the site's switch tree does that gpucluster's first-inventory checks advise
+        against, said as the fabric's settings: names no NodeName defines, nodes under no leaf
+        switch, roots that no switch joins."""
+        view = self.view
+        placeholders = sorted({n for name in view.switches for n in view.unknown_in_topology.get(name, [])})
+        if placeholders:
+            self.fabric["placeholder_nodes"] = placeholders
+            self.g.placements.append(
+                Placement(
+                    "",
+                    f"topology.conf names {compress(placeholders)}",
+                    NATIVE,
+                    "cluster.fabric.placeholder_nodes",
+                    "no NodeName defines them: slurmctld ignores them (kept as the site wrote them)",
+                )
+            )
+        under = {h for s in view.switches.values() for h in s.nodes}
+        missing = [h for h in view.hosts if h not in under]
+        if missing:
+            self.fabric["outside_tree"] = self.cover(missing)
+            self.g.placements.append(
+                Placement(
+                    "", f"{compress(missing)} under no leaf switch", NATIVE, "cluster.fabric.outside_tree"
+                )
+            )
+        children = {c for kids in tree.values() for c in kids if c in tree}
+        roots = [name for name in tree if name not in children and self.hosts_under(name)]
+        if len(roots) > 1:
+            self.fabric["separate_trees"] = True
+            self.g.placements.append(
+                Placement(
+                    "",
+                    f"{len(roots)} root switches ({', '.join(roots)})",
+                    NATIVE,
+                    "cluster.fabric.separate_trees",
+                    "no switch joins them: no job spans two",
+                )
+            )
+
+    def hosts_under(self, name: str, depth: int = 0) -> bool:
+        switch = self.view.switches.get(name)
+        if switch is None or depth > len(self.view.switches):
+            return False
+        return bool(switch.nodes) or any(self.hosts_under(child, depth + 1) for child in switch.switches)
+
+    def make_blocks(self) -> None:
+        view = self.view
+        for name in view.blocks:
+            unknown = view.unknown_in_topology.get(name, [])
+            if unknown:
+                self.g.placements.append(
+                    Placement(
+                        "",
+                        f"BlockName={name} Nodes={compress(unknown)}",
+                        DROPPED,
+                        reason="no NodeName defines them: slurmctld leaves them out of the block",
                     )
                 )
-            self.fabric["tree"] = tree
         if view.blocks:
             self.fabric["blocks"] = {name: self.cover(hosts) for name, hosts in view.blocks.items()}
             smallest = min((len(h) for h in view.blocks.values()), default=0)
             if view.block_sizes and view.block_sizes != [smallest]:
                 self.fabric["block_sizes"] = list(view.block_sizes)
-        if tree and view.blocks:
+        if self.fabric.get("tree") and view.blocks:
             self.fabric["default"] = view.topology_default or "tree"
 
     def power_exclusions(self) -> None:
@@ -776,15 +963,130 @@ class NodeImport:
             power["exclude_nodes"] = self.cover(expand(power["exclude_nodes"]))
 
     def hosts_yml(self) -> dict[str, Any]:
+        """hosts.yml: the controllers and the accounting host that are no node, then the groups;
+        a host with addresses of its own (hosts.yml variables) listed by itself with them."""
         children: dict[str, Any] = {}
+        addresses = self.g.addresses
         controllers = [h for h in self.g.slurm.get("controller", []) if h not in self.view.hosts]
         if controllers:
-            children[_unique("controllers", set(self.groups))] = {"hosts": {h: None for h in controllers}}
+            children[_unique("controllers", set(self.groups))] = {
+                "hosts": {h: addresses.get(h) for h in controllers}
+            }
         accounting = self.g.slurm.get("accounting", {}).get("host")
         if accounting and accounting not in controllers and accounting not in self.view.hosts:
-            children[_unique("accounting", set(self.groups) | set(children))] = {"hosts": {accounting: None}}
-        children.update(self.groups)
+            children[_unique("accounting", set(self.groups) | set(children))] = {
+                "hosts": {accounting: addresses.get(accounting)}
+            }
+        for name, group in self.groups.items():
+            if "hosts" in group and any(h in addresses for h in self.members[name]):
+                group = {"hosts": _with_vars(group["hosts"], self.members[name], addresses)}
+            children[name] = group
         return {"all": {"children": children}}
+
+
+def _default(imp: NodeImport, out: dict[str, Any], setting: Setting, value: str) -> str:
+    if value.upper() in ("YES", "1"):
+        out["default"] = True
+    return NATIVE
+
+
+def _time(imp: NodeImport, out: dict[str, Any], setting: Setting, value: str) -> str | None:
+    if not SLURM_TIME_RE.match(value):
+        imp.g.refuse(setting, f"{value} is not a Slurm time")
+        return None
+    if not (setting.key == "MaxTime" and value.upper() == "UNLIMITED"):
+        out["max_time" if setting.key == "MaxTime" else "default_time"] = value
+    return NATIVE
+
+
+def _sharing(imp: NodeImport, out: dict[str, Any], setting: Setting, value: str) -> str | None:
+    """OverSubscribe (Shared before 15.08) and Exclusive (26.05): whole nodes are `exclusive`."""
+    upper = value.upper()
+    if upper in ("EXCLUSIVE", "NODE"):
+        out["exclusive"] = True
+    elif upper != "NO":
+        if setting.key == "Exclusive" or not re.fullmatch(r"(YES|FORCE)(:\d+)?", upper):
+            imp.g.refuse(
+                setting,
+                f"{setting.key}={value}: gpucluster writes OverSubscribe NO, YES[:n], FORCE[:n] or exclusive nodes",
+            )
+            return None
+        out["over_subscribe"] = upper
+    return NATIVE
+
+
+def _preempt_mode(imp: NodeImport, out: dict[str, Any], setting: Setting, value: str) -> str:
+    out["preempt_mode"] = [m.upper() for m in split_list(value)]
+    return NATIVE
+
+
+def _max_nodes(imp: NodeImport, out: dict[str, Any], setting: Setting, value: str) -> str | None:
+    if value.upper() in ("UNLIMITED", "INFINITE"):
+        return DEFAULT
+    if not value.isdigit():
+        imp.g.refuse(setting, f"MaxNodes={value}: a number or UNLIMITED")
+        return None
+    out["max_nodes"] = int(value)
+    return NATIVE
+
+
+def _suspend_time(imp: NodeImport, out: dict[str, Any], setting: Setting, value: str) -> str:
+    out["suspend_time"] = -1 if value.upper() in ("NONE", "INFINITE", "-1") else int(value)
+    return NATIVE
+
+
+def _state(imp: NodeImport, out: dict[str, Any], setting: Setting, value: str) -> str:
+    if value.upper() != "UP":
+        out["state"] = value.upper()
+    return NATIVE
+
+
+# slurm.conf's global per-GPU defaults: what each partition that gives none of its own takes.
+PER_GPU_GLOBALS = {"DefCpuPerGPU": "cpus_per_gpu", "DefMemPerGPU": "memory_per_gpu_mb"}
+# PartitionName options whose value the model holds in other terms than the table's kind.
+PARTITION_OPTIONS: dict[str, Any] = {
+    "Default": _default,
+    "MaxTime": _time,
+    "DefaultTime": _time,
+    "OverSubscribe": _sharing,
+    "Exclusive": _sharing,
+    "PreemptMode": _preempt_mode,
+    "MaxNodes": _max_nodes,
+    "SuspendTime": _suspend_time,
+    "State": _state,
+}
+_DEFAULT_REASON = {DEFAULT: "Slurm's default (UNLIMITED)"}
+
+
+def _core_count(layout: dict[str, Any]) -> int | None:
+    if "sockets" in layout:
+        return int(layout["sockets"]) * int(layout.get("cores_per_socket") or 1)
+    if "cpus" in layout:
+        return int(layout["cpus"]) // int(layout.get("threads_per_core", 1))
+    return None
+
+
+def _device_count(lines: list[Any]) -> int:
+    """The GPUs gres.conf lines give: their device files, or their Count= where they name none."""
+    total = 0
+    for line in lines:
+        if "file" in line.options:
+            total += len(expand(line.options["file"]))
+        else:
+            count = line.options.get("count", "1")
+            total += int(count) if count.isdigit() else 0
+    return total
+
+
+def _with_vars(
+    patterns: dict[str, Any], members: list[str], addresses: dict[str, dict[str, str]]
+) -> dict[str, Any]:
+    """A group's hosts.yml patterns, those of the hosts with variables split out: host by host
+    for those, the others folded again."""
+    plain = [h for h in members if h not in addresses]
+    out: dict[str, Any] = {pattern: None for pattern in ansible_patterns(plain)} if plain else {}
+    out.update({h: dict(addresses[h]) for h in members if h in addresses})
+    return out
 
 
 def _problem(where: Any, path: str, message: str) -> Any:

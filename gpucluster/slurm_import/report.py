@@ -15,6 +15,7 @@ KIND_WORDS = {
     "mapped": "mapped",
     "dropped": "dropped",
     "default": "Slurm's default",
+    "assumed": "assumed",
     "refused": "refused",
 }
 
@@ -38,6 +39,7 @@ def text_lines(result: ImportResult, source: str) -> list[str]:
         comparison = result.comparison
         seen = ", ".join(f"{count} {what}" for what, count in comparison.counts.items())
         lines += [f"  changed on purpose (see above): {d}" for d in comparison.adjusted]
+        lines += [f"  not compared: {what}" for what in comparison.not_compared]
         if comparison.same:
             lines.append(f"check: no difference as Slurm {result.version} reads them ({seen})")
         else:
@@ -57,6 +59,7 @@ def json_doc(result: ImportResult, source: str) -> dict[str, Any]:
             "compared": dict(result.comparison.counts),
             "differences": [_difference(d) for d in result.comparison.differences],
             "adjusted": [_difference(d) for d in result.comparison.adjusted],
+            "not_compared": list(result.comparison.not_compared),
         }
     return {
         "ok": result.comparison is None or result.comparison.same,

@@ -9,6 +9,7 @@ seconds=$3     # how long slurmctld runs before we read its state
 accounting=$4  # "yes" when slurm.conf configures slurmdbd
 daemon_user=${5:-root}  # who runs slurmctld and slurmdbd: the packages' units run them as slurm from trixie on
 dbd_apart=${6:-no}      # "yes": slurmdbd's host is not the primary controller (it runs in the peer namespace)
+slurm_user=${7:-slurm}  # SlurmUser: owns the state and logs (a site's user is made here when the image lacks it)
 as_daemon_user() { if [ "$daemon_user" = root ]; then "$@"; else runuser -u "$daemon_user" -- "$@"; fi; }
 # slurmdbd's host: the peer namespace when it is not the primary controller.
 as_dbd() {
@@ -39,6 +40,22 @@ ip link set gpctrial1 netns gpctrialpeer
 ip -n gpctrialpeer addr add 10.223.0.2/30 dev gpctrial1
 ip -n gpctrialpeer link set gpctrial1 up
 ip -n gpctrialpeer link set lo up
+# The addresses hosts.yml gives the daemons (NodeAddr, SlurmctldHost=name(address), ...), on the
+# loopback device of the namespace their host is in: nothing outside the sandbox is reached.
+if [ -s "$work/addresses" ]; then
+  while read -r where address; do
+    if [ "$where" = peer ]; then ip -n gpctrialpeer addr add "$address/32" dev lo; else ip addr add "$address/32" dev lo; fi
+  done <"$work/addresses"
+fi
+# SlurmUser must exist (the roles require it on every host): a site's user the image lacks is
+# added to private copies of passwd and group, never to the real ones.
+if ! id "$slurm_user" >/dev/null 2>&1; then
+  cp /etc/passwd "$work/passwd" && cp /etc/group "$work/group"
+  echo "$slurm_user:x:64999:" >>"$work/group"
+  echo "$slurm_user:x:64999:64999:SlurmUser of the trial:/nonexistent:/usr/sbin/nologin" >>"$work/passwd"
+  mount --bind "$work/passwd" /etc/passwd
+  mount --bind "$work/group" /etc/group
+fi
 mount --bind "$work/conf" /etc/slurm
 mount --bind "$work/hosts" /etc/hosts
 for dir in /var/lib/slurm /var/log/slurm /run/munge /etc/munge /var/lib/mysql /run/mysqld /var/log/munge /var/lib/munge; do
@@ -51,14 +68,15 @@ mkdir -p /var/lib/slurm/slurmctld /var/lib/slurm/slurmd
 for pidfile in "$(sed -n 's/^SlurmctldPidFile=//p' /etc/slurm/slurm.conf)" \
     "$(sed -n 's/^PidFile=//p' /etc/slurm/slurmdbd.conf 2>/dev/null)"; do
   dir=$(dirname "$pidfile")
-  if [ -n "$pidfile" ] && [ "$dir" != /run ]; then mkdir -p "$dir" && chown slurm:slurm "$dir"; fi
+  if [ -n "$pidfile" ] && [ "$dir" != /run ]; then mkdir -p "$dir" && chown "$slurm_user:" "$dir"; fi
 done
 # A throwaway JWT key where slurm.conf names one (the REST API; the path is in the private tmpfs).
 jwt_key=$(sed -n 's/^AuthAltParameters=.*jwt_key=\([^,]*\).*/\1/p' /etc/slurm/slurm.conf)
 if [ -n "$jwt_key" ]; then
   (umask 0177; head -c 32 /dev/urandom >"$jwt_key")
 fi
-chown -R slurm:slurm /var/lib/slurm /var/log/slurm
+chown -R "$slurm_user:" /var/lib/slurm /var/log/slurm
+[ -f /etc/slurm/slurmdbd.conf ] && chown "$slurm_user:" /etc/slurm/slurmdbd.conf
 chown munge:munge /run/munge /etc/munge /var/log/munge /var/lib/munge
 chmod 0700 /etc/munge
 
@@ -77,7 +95,7 @@ if [ "$accounting" = yes ]; then
   # The database exists before slurmdbd connects, as the slurm_dbd role makes it: 26.05's slurmdbd
   # with MariaDB 11.8 fails its first query when it has to create it itself ("Number of columns in
   # result (=1) ... exceeds ... (=0)").
-  mariadb -e "CREATE DATABASE IF NOT EXISTS slurm_acct_db; CREATE USER IF NOT EXISTS 'slurm'@'localhost' IDENTIFIED VIA unix_socket; GRANT ALL ON slurm_acct_db.* TO 'slurm'@'localhost';"
+  mariadb -e "CREATE DATABASE IF NOT EXISTS slurm_acct_db; CREATE USER IF NOT EXISTS '$slurm_user'@'localhost' IDENTIFIED VIA unix_socket; GRANT ALL ON slurm_acct_db.* TO '$slurm_user'@'localhost';"
   as_dbd /usr/sbin/slurmdbd -D >"$work/out/slurmdbd.log" 2>&1 &
   dbd=$!
   for _ in $(seq 50); do

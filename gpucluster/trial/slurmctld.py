@@ -8,6 +8,7 @@ every process dies with the namespace.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 import shutil
@@ -24,7 +25,7 @@ from gpucluster.lab.paths import podman_env
 from gpucluster.model.base import Owner
 from gpucluster.model.cluster import Cluster
 from gpucluster.model.releases import PROVEN, SlurmVersion
-from gpucluster.model.spec import DEFAULT_STATE_SAVE_LOCATION
+from gpucluster.model.spec import DEFAULT_STATE_SAVE_LOCATION, SLURM_ADDRESS_VARS
 from gpucluster.slurm.restapi import JWT_KEY_NAME
 
 # Lines of a daemon log that mean the configuration is not accepted as is.
@@ -191,32 +192,47 @@ def expected_topology(cluster: Cluster) -> dict[str, tuple[frozenset[str], froze
     return {s.name: (frozenset(s.switches), nodes_below(s.name)) for s in cluster.switches}
 
 
-def _slurmdbd_conf(jwt_key: str | None, pid_file: str = "/run/slurmdbd.pid") -> str:
-    # Trial-only slurmdbd: socket-authenticated MariaDB user, no password on disk.
+def _slurmdbd_conf(
+    jwt_key: str | None, pid_file: str = "/run/slurmdbd.pid", slurm_user: str = "slurm"
+) -> str:
+    # Trial-only slurmdbd: socket-authenticated MariaDB user (SlurmUser, as which slurmdbd runs),
+    # no password on disk.
     jwt = ["AuthAltTypes=auth/jwt", f"AuthAltParameters=jwt_key={jwt_key}"] if jwt_key else []
     return "\n".join(
         [
             "AuthType=auth/munge",
             *jwt,
             "DbdHost=localhost",
-            "SlurmUser=slurm",
+            f"SlurmUser={slurm_user}",
             f"PidFile={pid_file}",
             "LogFile=/var/log/slurm/slurmdbd.log",
             "StorageType=accounting_storage/mysql",
             "StorageHost=localhost",
-            "StorageUser=slurm",
+            f"StorageUser={slurm_user}",
             "StorageLoc=slurm_acct_db",
             "",
         ]
     )
 
 
+# Files slurmctld writes, and where the sandbox keeps them (its private tmpfs).
+_PRIVATE_PATHS = {
+    "StateSaveLocation": DEFAULT_STATE_SAVE_LOCATION,
+    "SlurmctldLogFile": "/var/log/slurm/slurmctld.log",
+    "SlurmSchedLogFile": "/var/log/slurm/sched.log",
+}
+
+
 def _private_state_dir(slurm_conf: str) -> str:
-    """The sandbox keeps slurmctld's state in its private tmpfs: a site's shared StateSaveLocation
-    (e.g. /shared/slurmctld) does not exist here, and creating it would touch the real filesystem."""
-    return re.sub(
-        r"^StateSaveLocation=.*$", f"StateSaveLocation={DEFAULT_STATE_SAVE_LOCATION}", slurm_conf, flags=re.M
-    )
+    """The sandbox keeps slurmctld's state and logs in its private tmpfs: a site's shared
+    StateSaveLocation (e.g. /shared/slurmctld) or a log under /opt does not exist here, and
+    creating them would touch the real filesystem."""
+    for key, path in _PRIVATE_PATHS.items():
+        slurm_conf = re.sub(rf"^{key}=.*$", f"{key}={path}", slurm_conf, flags=re.M)
+    if not re.search(r"^SlurmctldLogFile=", slurm_conf, flags=re.M):
+        # Left out, slurmctld logs to syslog: the trial reads its verdict from the file.
+        slurm_conf += f"SlurmctldLogFile={_PRIVATE_PATHS['SlurmctldLogFile']}\n"
+    return slurm_conf
 
 
 def jwt_plugin_installed() -> bool:
@@ -246,19 +262,64 @@ def _jwt(slurm_conf: str, in_image: bool = False) -> tuple[str, str | None, list
     return private, key, []
 
 
+def _apart(cluster: Cluster) -> set[str]:
+    """The hosts the sandbox puts in its peer namespace: the backup controllers and a slurmdbd
+    host of its own."""
+    slurm = cluster.spec.slurm
+    apart = set(slurm.controller[1:])
+    if slurm.accounting and slurm.accounting.host != slurm.controller[0]:
+        apart.add(slurm.accounting.host)
+    return apart
+
+
+def _addresses(cluster: Cluster) -> dict[str, set[str]]:
+    """The addresses hosts.yml gives Slurm's daemons (model.spec.SLURM_ADDRESS_VARS), each where
+    its host is in the sandbox: `local` or `peer`."""
+    apart = _apart(cluster)
+    found: dict[str, set[str]] = {"local": set(), "peer": set()}
+    for host, variables in cluster.inventory.hostvars.items():
+        for var in SLURM_ADDRESS_VARS:
+            value = variables.get(var)
+            if isinstance(value, str) and value != host:
+                found["peer" if host in apart else "local"].add(value)
+    return found
+
+
+def _is_ip(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
+
+
 def _hosts_file(cluster: Cluster) -> str:
     """The primary controller and the nodes on loopback; the backup controllers and a slurmdbd host
-    of its own on the sandbox's peer address (sandbox.sh), where no slurmctld listens."""
-    slurm = cluster.spec.slurm
-    primary = slurm.controller[0]
-    apart = set(slurm.controller[1:])
-    if slurm.accounting and slurm.accounting.host != primary:
-        apart.add(slurm.accounting.host)
+    of its own on the sandbox's peer address (sandbox.sh), where no slurmctld listens. The names
+    hosts.yml gives as their addresses alike (an IP address is given to the namespace itself)."""
+    primary = cluster.spec.slurm.controller[0]
+    apart = _apart(cluster)
+    names = _addresses(cluster)
     local = (set(cluster.hosts) | {primary}) - apart
+    local |= {n for n in names["local"] if not _is_ip(n)}
     lines = ["127.0.0.1 localhost " + " ".join(sorted(local)), "::1 localhost"]
+    apart |= {n for n in names["peer"] if not _is_ip(n)}
     if apart:
         lines.append(f"{PEER_ADDRESS} " + " ".join(sorted(apart)))
     return "\n".join(lines) + "\n"
+
+
+def _ip_addresses(cluster: Cluster) -> str:
+    """`local|peer ADDRESS` lines: the IPv4 addresses hosts.yml gives, for sandbox.sh to add to the
+    loopback device of the namespace their host is in (nothing outside the sandbox is reached)."""
+    found = _addresses(cluster)
+    lines = [
+        f"{where} {address}"
+        for where in ("local", "peer")
+        for address in sorted(found[where])
+        if _is_ip(address) and ipaddress.ip_address(address).version == 4
+    ]
+    return "".join(f"{line}\n" for line in lines)
 
 
 def run_trial(
@@ -282,20 +343,24 @@ def run_trial(
                     content, jwt_key, notes = _jwt(_private_state_dir(content), runner.image is not None)
                 (conf / rel.split("/", 1)[1]).write_text(content, encoding="utf-8")
         accounting = cluster.spec.slurm.accounting is not None
+        slurm_user = cluster.spec.slurm.slurm_user
         if accounting:
             dbd = conf / "slurmdbd.conf"
             dbd.write_text(
-                _slurmdbd_conf(jwt_key, cluster.release.packaging.slurmdbd_pid_file), encoding="utf-8"
+                _slurmdbd_conf(jwt_key, cluster.release.packaging.slurmdbd_pid_file, slurm_user),
+                encoding="utf-8",
             )
-            dbd.chmod(0o600)
-            shutil.chown(dbd, "slurm", "slurm")
+            dbd.chmod(0o600)  # sandbox.sh gives it to SlurmUser (which may exist only there)
         (work / "hosts").write_text(_hosts_file(cluster), encoding="utf-8")
+        (work / "addresses").write_text(_ip_addresses(cluster), encoding="utf-8")
         script = resources.files("gpucluster.trial").joinpath("sandbox.sh")
-        daemon_user = "slurm" if cluster.release.packaging.daemons_run_as_slurm else "root"
+        # As the roles run them: the packages' units run the daemons as slurm from trixie on, and
+        # as SlurmUser with their drop-in; before, root starts them and they become SlurmUser.
+        daemon_user = slurm_user if cluster.release.packaging.daemons_run_as_slurm else "root"
         dbd_apart = accounting and cluster.spec.slurm.accounting.host != cluster.spec.slurm.controller[0]  # type: ignore[union-attr]
         args = [
             cluster.spec.slurm.controller[0], str(seconds), "yes" if accounting else "no", daemon_user,
-            "yes" if dbd_apart else "no",
+            "yes" if dbd_apart else "no", slurm_user,
         ]  # fmt: skip
         env = podman_env() if runner.image else None
         try:

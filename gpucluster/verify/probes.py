@@ -17,6 +17,7 @@ from typing import Any
 from gpucluster.hostlists import compress, expand
 from gpucluster.model.cluster import Cluster, sort_hosts
 from gpucluster.model.spec import Owner, Partition
+from gpucluster.slurm.settings import slurm_cluster_name
 from gpucluster.verify.container_probe import container_plan
 from gpucluster.verify.gpu_probe import GPU_STACK_PROBE, stack_hosts
 
@@ -128,7 +129,7 @@ class Plan:
         return {
             "gpucluster_verify_output": str(output),
             "gpucluster_verify": {
-                "cluster": self.cluster.spec.name,
+                "cluster": slurm_cluster_name(self.cluster.spec),
                 "controller": self.controller,
                 "hosts": list(self.hosts),
                 "config_hosts": list(self.config_hosts),

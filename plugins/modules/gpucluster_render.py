@@ -98,7 +98,13 @@ leave_reasons:
   type: dict
   returned: always
 cluster_name:
-  description: Slurm ClusterName.
+  description: Slurm ClusterName as Slurm knows it (slurm.conf's, in lower case).
+  type: str
+  returned: always
+slurm_user:
+  description: >-
+    SlurmUser (cluster.slurm.slurm_user) - the user slurmctld and slurmdbd run as and own their
+    state, logs and slurmdbd.conf under.
   type: str
   returned: always
 configless:
@@ -175,6 +181,7 @@ def classify(cluster: Any) -> dict[str, Any]:
     from gpucluster.render.health import program_path
     from gpucluster.slurm.render import conf_server, configless_served
     from gpucluster.slurm.restapi import rest_api_settings
+    from gpucluster.slurm.settings import slurm_cluster_name
 
     slurm = cluster.spec.slurm
     facts = cluster.release
@@ -182,7 +189,8 @@ def classify(cluster: Any) -> dict[str, Any]:
     repository = slurm.packages.repository
     others = {h: o for h, o in cluster.owner_of.items() if o != Owner.SLURM}
     return {
-        "cluster_name": cluster.spec.name,
+        "cluster_name": slurm_cluster_name(cluster.spec),
+        "slurm_user": slurm.slurm_user,
         "controllers": list(slurm.controller) if nodes else [],
         "dbd_hosts": [slurm.accounting.host] if slurm.accounting and nodes else [],
         "compute_nodes": nodes,

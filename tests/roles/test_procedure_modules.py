@@ -201,11 +201,11 @@ def test_the_render_gives_the_lab_partitions_and_its_state_filesystem() -> None:
 
 
 def test_plan_knows_the_keys_the_role_restarts_for() -> None:
-    """gpucluster.changes.procedures.RESTART_KEYS is the role's list: a `slurm.extra` key among them is
+    """gpucluster.slurm.keys.RESTART_KEYS is the role's list: a `slurm.extra` key among them is
     planned as a restart, which is what the role then does."""
     import yaml
 
-    from gpucluster.changes.procedures import RESTART_KEYS, needs_restart
+    from gpucluster.slurm.keys import RESTART_KEYS, needs_restart
 
     from .conftest import ROLES
 

@@ -22,7 +22,7 @@ def template(role: str, name: str, **variables: Any) -> str:
     return environment.get_template(name).render(ansible_managed="managed", **variables)
 
 
-def slurmdbd_conf(jwt_key: str) -> str:
+def slurmdbd_conf(jwt_key: str, slurm_user: str = "slurm") -> str:
     return template(
         "slurm_dbd",
         "slurmdbd.conf.j2",
@@ -35,6 +35,7 @@ def slurmdbd_conf(jwt_key: str) -> str:
         slurm_dbd_purge_after="",
         slurm_dbd_jwt_key=jwt_key,
         slurm_dbd_pid_file="/run/slurmdbd/slurmdbd.pid",
+        slurm_dbd_slurm_user=slurm_user,
     )
 
 
@@ -45,6 +46,12 @@ def test_slurmdbd_accepts_jwt_with_the_controllers_key() -> None:
         "AuthAltTypes=auth/jwt",
         f"AuthAltParameters=jwt_key={KEY}",
     ]
+
+
+def test_slurmdbd_runs_as_slurmctld_s_slurm_user() -> None:
+    """slurmdbd.conf(5): slurmdbd's SlurmUser has slurmctld's UID (cluster.slurm.slurm_user)."""
+    assert "SlurmUser=slurm" in slurmdbd_conf("").splitlines()
+    assert "SlurmUser=root" in slurmdbd_conf("", "root").splitlines()
 
 
 def test_slurmdbd_has_no_jwt_without_the_rest_api() -> None:

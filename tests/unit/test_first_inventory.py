@@ -48,7 +48,7 @@ def test_no_default_partition_is_refused_naming_the_candidates(inventories: Inve
     assert problems(directory) == [
         f"{CLUSTER_FILE}:34: cluster.partitions: no partition is the default: jobs that name no partition "
         "would be refused (slurmctld: `default partition not set`); mark one `default: true` "
-        "(candidates: train, dev)"
+        "(candidates: train, dev) (or set cluster.slurm.no_default_partition if jobs must name theirs)"
     ]
     proc = run_cli("validate", str(directory))
     assert proc.returncode == 2 and "candidates: train, dev" in proc.stderr
@@ -60,7 +60,8 @@ def test_two_default_partitions_are_named(inventories: InventoryFactory) -> None
     )
     assert problems(directory) == [
         f"{CLUSTER_FILE}:36: cluster.partitions[1].default: 2 partitions are the default (train, dev): "
-        "Slurm keeps only one; leave `default: true` on one of them"
+        "Slurm keeps only one; leave `default: true` on one of them (or set "
+        "cluster.slurm.several_default_partitions: the last wins)"
     ]
 
 

@@ -84,14 +84,13 @@ def test_a_difference_found_by_check_exits_1(tmp_path: Path, monkeypatch: pytest
         (SMALL.replace("n[1-4] Default", "n[1-5] Default"), {}, "slurm.conf:7", "PartitionName=all: n5: no NodeName defines it"),
         (SMALL, {"gres_conf": "NodeName=gpu1 Name=gpu File=/dev/nvidia0\n"}, "gres.conf:1", "NodeName: gpu1: no NodeName defines it"),
         (SMALL + "FastSchedule=0\n", {}, "slurm.conf:8", "FastSchedule: refused: Slurm 20.02 removed FastSchedule without a replacement for FastSchedule=0"),
-        (SMALL.replace("SlurmUser=slurm", "SlurmUser=root"), {}, "slurm.conf:4", "SlurmUser: refused: gpucluster writes SlurmUser=slurm"),
+        (SMALL + "AuthType=auth/none\n", {}, "slurm.conf:8", "AuthType: refused: gpucluster writes AuthType=auth/munge"),
         (SMALL + "HealthCheckTimeout=90\n", {}, "slurm.conf:8", "HealthCheckTimeout: refused: Slurm 24.11 has no HealthCheckTimeout (Slurm 26.05 added it)"),
-        (SMALL.replace("CPUs=8", "CPUs=8 Gres=gpu:h100:4"), {}, "", "refused: n1 has 4 GPUs in slurm.conf but no gres.conf File= lines nor AutoDetect"),
         (SMALL + "include missing.conf\n", {}, "slurm.conf:8", "include: `missing.conf` not found"),
-        (SMALL.replace("CPUs=8", "CPUs=8 NodeAddr=10.0.0.[1-4]"), {}, "slurm.conf:6", "NodeAddr: refused: NodeAddr gives each host an address"),
+        (SMALL.replace("CPUs=8", "CPUs=8 NodeAddr=10.0.0.[1-2]"), {}, "slurm.conf:6", "NodeAddr: refused: 2 names for 4 nodes: slurmctld needs as many NodeAddr as NodeName"),
     ],
     ids=["unknown key", "not a slurm.conf", "partition names no node", "gres.conf names no node", "no mapping",
-         "fixed value", "newer key", "GPUs without gres.conf", "include not found", "per-host address"],
+         "fixed value", "newer key", "include not found", "addresses short of the nodes"],
 )  # fmt: skip
 def test_input_it_cannot_carry_is_refused_with_file_and_line(
     tmp_path: Path, conf: str, files: dict[str, str], where: str, message: str

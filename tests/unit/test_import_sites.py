@@ -24,6 +24,9 @@ class Site:
     gres: tuple[tuple[str, str], ...] = ()  # (hosts, per-host gres.conf copy)
     # Settings that must be placed as this kind: (Key=Value as written, kind).
     expect: tuple[tuple[str, str], ...] = ()
+    # The inventory is shorter than slurm.conf (small files whose hosts each have an address of
+    # their own, or several node types, are not).
+    shorter: bool = True
 
 
 SITES = {
@@ -73,6 +76,57 @@ SITES = {
             ("AutoDetect=nvidia", "native"),
         ),
     ),
+    # Issue 36: shapes of the real sites' files that the import refused or changed.
+    "campus-lab": Site(
+        "22.05",
+        expect=(
+            ("ClusterName=ml.lab.example", "native"),
+            ("ControlAddr=192.168.40.1", "mapped"),
+            ("SlurmUser=root", "native"),
+            ("RebootProgram=/sbin/shutdown -r now", "extra"),
+            ("SallocDefaultCommand=srun --gres=gpu:1 --pty $SHELL", "mapped"),
+            ("selecttypeparameters=CR_Core_Memory", "native"),
+            ("DefCpuPerGPU=4", "mapped"),
+            ("AccountingStorageLoc=slurm_acct_db", "dropped"),
+            ("DefaultStoragePort=6819", "mapped"),
+            ("KillWait=30", "dropped"),
+            ("NodeAddr=192.168.40.[11-16]", "native"),
+            ("NodeAddr=cpu[1-2]", "default"),
+            ("MaxTime=2:0:0", "native"),
+            ("CgroupReleaseAgentDir=/etc/slurm/cgroup", "dropped"),
+            ("TaskAffinity=no", "dropped"),
+        ),
+    ),
+    "render-farm": Site(
+        "24.11",
+        expect=(
+            ("SlurmctldHost=farmctl(10.20.0.2)", "native"),
+            ("ClusterName=RenderFarm", "native"),
+            ("SlurmctldPidFile=/var/run/slurm/slurmctld-renderfarm.pid", "mapped"),
+            ("InteractiveStepOptions=--interactive --preserve-env --pty $SHELL -l", "extra"),
+            ("PriorityCalcPeriod=00:05:00", "native"),
+            ("NodeAddr=10.20.1.[1-4]", "native"),
+            ("required /usr/lib/x86_64-linux-gnu/slurm/spank_pyxis.so runtime_path=/run/pyxis", "native"),
+            ("include /etc/slurm/spank-site/*.conf", "native"),
+            ("SwitchName=leaf1", "dropped"),
+            ("no PartitionName says Default=YES", "native"),
+            ("spare01 in no partition", "native"),
+        ),
+        shorter=False,
+    ),
+    "fabric-islands": Site(
+        "22.05",
+        expect=(
+            ("FastSchedule=1", "dropped"),
+            ("Shared=NO", "mapped"),
+            ("topology.conf names b017", "native"),
+            ("login[1-2] under no leaf switch", "native"),
+            ("2 root switches (ib-a, ib-b)", "native"),
+            ("gres.conf of a001,b001 (not in the input)", "assumed"),
+            ("AccountingStorageHost (left out: Slurm's default, localhost)", "native"),
+        ),
+        shorter=False,
+    ),
     "lab-server-upgrade": Site(
         "24.11",
         expect=(
@@ -105,7 +159,8 @@ def test_a_site_imports_the_same_cluster_in_fewer_lines(name: str, tmp_path: Pat
     assert result.comparison is not None
     assert result.comparison.same, "\n".join(str(d) for d in result.comparison.differences)
     assert result.counts["refused"] == 0
-    assert result.inventory_lines < result.original_lines, (result.inventory_lines, result.original_lines)
+    if SITES[name].shorter:
+        assert result.inventory_lines < result.original_lines, (result.inventory_lines, result.original_lines)
     placed = {(p.written, p.kind) for p in result.placements}
     for written, kind in SITES[name].expect:
         assert (written, kind) in placed, (written, kind, sorted(p for p in placed if p[0] == written))

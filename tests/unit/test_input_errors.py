@@ -193,17 +193,20 @@ def test_extra_keys_are_those_of_the_target_release(inventories: InventoryFactor
         edited(
             inventories,
             extra(
-                SelectTypeParameter="CR_Core", SchedulerType="sched/builtin", KillWait=30, SlurmUser="root"
+                SelectTypeParameter="CR_Core",
+                SchedulerType="sched/builtin",
+                KillWait=30,
+                AuthType="auth/none",
             ),
         )
     )
     assert sorted(p.split(": ", 1)[1] for p in found) == [
+        "cluster.slurm.extra.AuthType: AuthType is written by gpucluster's slurm.conf (always "
+        "written); remove it here (Slurm would keep one of the two lines)",
         "cluster.slurm.extra.KillWait: KillWait is cluster.slurm.timeouts.kill_wait: set it there",
         "cluster.slurm.extra.SchedulerType: SchedulerType is cluster.slurm.scheduler_type: set it there",
         "cluster.slurm.extra.SelectTypeParameter: `SelectTypeParameter` is not a slurm.conf key of Slurm "
         "22.05: did you mean `SelectTypeParameters`?",
-        "cluster.slurm.extra.SlurmUser: SlurmUser is written by gpucluster's slurm.conf (always "
-        "written); remove it here (Slurm would keep one of the two lines)",
     ]
 
 
