@@ -7,6 +7,7 @@ to Ansible.
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -67,6 +68,7 @@ def _find_cluster_file(root: Path, display_root: str) -> LoadedYaml:
         p for p in (root / "group_vars" / "all.yml", root / "group_vars" / "all.yaml") if p.is_file()
     ]
     found: list[LoadedYaml] = []
+    read: list[LoadedYaml] = []
     problems: list[Problem] = []
     for path in candidates:
         try:
@@ -74,13 +76,13 @@ def _find_cluster_file(root: Path, display_root: str) -> LoadedYaml:
         except InventoryError as exc:
             problems += exc.problems
             continue
+        read.append(loaded)
         if isinstance(loaded.data, dict) and "cluster" in loaded.data:
             found.append(loaded)
     if problems:
         raise InventoryError(problems)
     if not found:
-        where = _display(root, root / "group_vars" / "all" / "cluster.yml", display_root)
-        raise InventoryError([Problem(where, "cluster", "no group_vars file of `all` defines `cluster`")])
+        raise InventoryError([_no_cluster(root, display_root, read)])
     if len(found) > 1:
         raise InventoryError(
             [
@@ -89,6 +91,26 @@ def _find_cluster_file(root: Path, display_root: str) -> LoadedYaml:
             ]
         )
     return found[0]
+
+
+def _no_cluster(root: Path, display_root: str, read: list[LoadedYaml]) -> Problem:
+    """No group_vars file of `all` holds `cluster:`: said at the key that stands for it where a
+    file has one close to it (`Cluster:`, `clusters:`), else at the first line of the first file."""
+    for loaded in read:
+        keys = [str(k) for k in loaded.data] if isinstance(loaded.data, dict) else []
+        close = difflib.get_close_matches("cluster", [k.lower() for k in keys], n=1, cutoff=0.75)
+        if close:
+            key = next(k for k in keys if k.lower() == close[0])
+            return loaded.problem(key, "unknown top-level key: did you mean `cluster`?")
+    if read:
+        return Problem(
+            read[0].file,
+            "cluster",
+            "no group_vars file of `all` defines `cluster` (this one has no `cluster:` at its top level)",
+            1,
+        )
+    where = _display(root, root / "group_vars" / "all" / "cluster.yml", display_root)
+    return Problem(where, "cluster", "no group_vars file of `all` defines `cluster`")
 
 
 @dataclass
@@ -227,7 +249,10 @@ def load_inventory(directory: str | Path) -> Inventory:
     inv = Inventory(root=root, display_root=display_root, hosts_file=hosts_file, cluster_file=cluster_file)
     data = hosts_file.data
     if not isinstance(data, dict) or set(data) != {"all"}:
-        raise InventoryError([hosts_file.problem("", "the top level must be a single `all` group")])
+        others = [str(key) for key in data if key != "all"] if isinstance(data, dict) else []
+        where = others[0] if others else ""
+        problem = hosts_file.problem(where, "the top level must be a single `all` group")
+        raise InventoryError([Problem(problem.file, problem.path, problem.message, problem.line or 1)])
     _read_group(inv, "all", data["all"], ["all"], problems)
     _check_group_cycles(inv, problems)
     clashes = sorted(set(inv.hostvars) & (set(inv.group_hosts) | set(inv.group_children)))

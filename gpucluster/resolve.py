@@ -66,7 +66,11 @@ class Resolution:
         if name in self.group_names:
             members = self.inv.members(name)
             if not members:
-                self.fail(parts, f"group `{name}` has no hosts")
+                self.fail(
+                    parts,
+                    f"group `{name}` has no hosts: remove it here (hosts decommissioned), or give it "
+                    f"hosts in {self.inv.hosts_file.file}",
+                )
             return members
         if name in self.inv.hostvars:
             return [name]
@@ -303,7 +307,11 @@ def resolve_tree(r: Resolution) -> None:
     missing = [h for h in cluster.node_type_of if h not in leaf_of]
     if missing:
         r.fail(["fabric", "tree"], f"host(s) under no leaf switch: {compress(missing)}")
-    cluster.switches = [switches[name] for name in sorted(switches)]
+    # A leaf whose groups all came out empty (reported above) is left out: so is it from its parent.
+    cluster.switches = [
+        Switch(name, tuple(c for c in switches[name].switches if c in switches), switches[name].nodes)
+        for name in sorted(switches)
+    ]
     path_of: dict[str, tuple[str, ...]] = {}  # per leaf switch, shared by its hosts
     for host, leaf in leaf_of.items():
         if leaf not in path_of:
