@@ -8,6 +8,7 @@ to Ansible.
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -93,6 +94,27 @@ def _find_cluster_file(root: Path, display_root: str) -> LoadedYaml:
     return found[0]
 
 
+# What a host name may hold: Slurm's node names, DNS and Kubernetes' node names all take these
+# (a range's letters and digits aside, which expand() checks).
+_HOST_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+_RANGES = re.compile(r"\[[^\]]*\]")
+
+
+def _host_name_problem(pattern: str) -> str | None:
+    """What is wrong with the names a host pattern stands for, if anything."""
+    fixed = _RANGES.sub("0", pattern)
+    if _HOST_NAME.fullmatch(fixed):
+        return None
+    odd = sorted({c for c in fixed if not (c.isascii() and (c.isalnum() or c in "._-"))})
+    which = ", ".join(f"`{c}`" if c.isprintable() and not c.isspace() else repr(c) for c in odd)
+    if not odd:
+        return f"host name `{pattern}` must start with an ASCII letter or digit"
+    return (
+        f"host name `{pattern}` holds {which}: host names are ASCII letters, digits, `-`, `.` and `_` "
+        "(Slurm, DNS and Kubernetes name nodes by them); rename it"
+    )
+
+
 def _no_cluster(root: Path, display_root: str, read: list[LoadedYaml]) -> Problem:
     """No group_vars file of `all` holds `cluster:`: said at the key that stands for it where a
     file has one close to it (`Cluster:`, `clusters:`), else at the first line of the first file."""
@@ -162,6 +184,10 @@ def _read_group(
         except HostPatternError as exc:
             problems.append(hosts_file.problem(key_path, str(exc)))
             continue
+        bad = _host_name_problem(str(pattern))
+        if bad:
+            problems.append(hosts_file.problem(key_path, bad))
+            continue
         reading.expanded += len(names)
         if reading.expanded > MAX_HOSTS:
             problems.append(
@@ -228,6 +254,18 @@ def load_inventory(directory: str | Path) -> Inventory:
     """Load hosts and the cluster definition from an inventory directory."""
     display_root = str(directory)
     root = Path(directory)
+    if root.is_file():
+        parent = str(root.parent) if str(root.parent) != "." else "."
+        raise InventoryError(
+            [
+                Problem(
+                    display_root,
+                    "",
+                    f"is a file: give the inventory directory (`{parent}`), the one that holds hosts.yml "
+                    "and group_vars/",
+                )
+            ]
+        )
     if not root.is_dir():
         raise InventoryError([Problem(display_root, "", "inventory directory not found")])
     hosts_path = next((root / name for name in HOSTS_FILES if (root / name).is_file()), None)

@@ -121,6 +121,11 @@ def _message(error: _Error) -> str:
     if error.kind == "missing":
         return "required key is missing"
     text = error.message.removeprefix("Value error, ")
+    if error.kind == "less_than_equal" and "le" in error.ctx:
+        return f"{error.input} is more than {error.ctx['le']}, the most this key takes"
+    if error.kind == "bool_type":
+        # A quoted `"yes"`, `"true"` or a number: YAML reads only the bare words as booleans.
+        return f"{error.input!r} is not true or false: write `true` or `false`, unquoted"
     if error.kind in ("enum", "literal_error") and isinstance(error.input, str):
         allowed = re.findall(r"'([^']*)'", str(error.ctx.get("expected", "")))
         guess = closest(error.input, allowed)

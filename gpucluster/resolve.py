@@ -216,6 +216,7 @@ def resolve_partitions(r: Resolution) -> None:
             continue
         members: dict[str, None] = {}
         slurm_kinds: dict[Owner, str] = {}
+        kubernetes_named: set[int] = set()
         for n, name in enumerate(part.nodes):
             for host in r.hosts_of(name, ["partitions", index, "nodes", n]) or []:
                 if host not in cluster.node_type_of:
@@ -226,12 +227,16 @@ def resolve_partitions(r: Resolution) -> None:
                     break
                 owner = cluster.owner_of.get(host)
                 if owner == Owner.KUBERNETES:
-                    r.fail(
-                        ["partitions", index, "nodes", n],
-                        f"host `{host}` is owned by kubernetes; a Slurm partition may only name hosts "
-                        "owned by slurm or slurm-on-kubernetes",
-                    )
-                    break
+                    # Said once per name (a host hosts.yml lists in a second group: there); the
+                    # name's other hosts stay in the partition, not reported in none.
+                    if n not in kubernetes_named and host not in r.listed_twice:
+                        kubernetes_named.add(n)
+                        r.fail(
+                            ["partitions", index, "nodes", n],
+                            f"host `{host}` is owned by kubernetes; a Slurm partition may only name hosts "
+                            "owned by slurm or slurm-on-kubernetes",
+                        )
+                    continue
                 if owner is not None:
                     slurm_kinds.setdefault(owner, host)
                 members.setdefault(host, None)

@@ -10,6 +10,12 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 NAME_RE = r"^[A-Za-z][A-Za-z0-9_.-]*$"
+# The largest numbers Slurm's parser keeps for its integer types (the two above are its NO_VAL and
+# INFINITE): a number past them would be read as another value, or refused, by the daemons.
+UINT16_MAX = 0xFFFF - 2
+UINT32_MAX = 0xFFFFFFFF - 2
+# Memory in MiB: 1 EiB, above any node and far below the 64 bits where Slurm keeps it.
+MEMORY_MB_MAX = 2**40
 SLURM_TIME_RE = re.compile(r"^(UNLIMITED|INFINITE|\d+|\d+:\d{2}(:\d{2})?|\d+-\d+(:\d{2}(:\d{2})?)?)$")
 
 

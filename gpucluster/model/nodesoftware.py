@@ -8,7 +8,7 @@ No `from __future__ import annotations`: gpucluster.model.spec imports this at s
 
 from typing import Annotated, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, StrictBool, model_validator
 
 from gpucluster.model.base import Strict, Update, spec
 
@@ -72,7 +72,7 @@ class DriverSettings(Strict):
         Update.NODE_SOFTWARE,
         default="auto",
     )
-    persistenced: bool = spec(
+    persistenced: StrictBool = spec(
         "Install and enable nvidia-persistenced (keeps the driver initialised between jobs).",
         Update.NODE_SOFTWARE,
         default=True,
@@ -101,7 +101,7 @@ class NodeSoftware(Strict):
         Update.NODE_SOFTWARE,
         default="none",
     )
-    dcgm: bool | None = spec(
+    dcgm: StrictBool | None = spec(
         "Install DCGM (datacenter-gpu-manager-4 for the driver's CUDA major) and run nv-hostengine "
         "(the health check's `dcgmi diag`). Default: on with source `nvidia`; DCGM is not in Debian.",
         Update.NODE_SOFTWARE,
@@ -119,7 +119,7 @@ class NodeSoftware(Strict):
         Update.NODE_SOFTWARE,
         default=None,
     )
-    container_toolkit: bool = spec(
+    container_toolkit: StrictBool = spec(
         "Install the NVIDIA container toolkit (GPU hooks and CDI specs for container runtimes: "
         "Slurm's OCI support, enroot, containerd). From NVIDIA's repository.",
         Update.NODE_SOFTWARE,

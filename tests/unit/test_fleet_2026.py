@@ -11,6 +11,7 @@ import pytest
 from gpucluster.errors import InventoryError
 from gpucluster.layers import load_cluster
 from tests.conftest import InventoryFactory, run_cli
+from tests.fleet import NEWCOMER_CLUSTER, NEWCOMER_HOSTS, edit
 
 CLUSTER_FILE = "group_vars/all/cluster.yml"
 
@@ -39,3 +40,155 @@ def test_a_leaf_switch_whose_group_was_emptied_is_named_not_a_crash(inventories:
     )
     proc = run_cli("validate", str(directory))
     assert proc.returncode == 2 and "Traceback" not in proc.stderr and "KeyError" not in proc.stderr
+
+
+# --- input a newcomer gets wrong (item 9) ---------------------------------------------------------
+
+
+def newcomer(
+    inventories: InventoryFactory,
+    cluster_edits: dict[str, str] | None = None,
+    hosts_edits: dict[str, str] | None = None,
+) -> Path:
+    return inventories.make(
+        edit(NEWCOMER_HOSTS, hosts_edits or {}), edit(NEWCOMER_CLUSTER, cluster_edits or {}), name="acme"
+    )
+
+
+def test_state_on_a_system_directory_is_not_told_to_mount_it(inventories: InventoryFactory) -> None:
+    """Before: `e.g. {name: slurm-state, mount: /var, ...}`, which the storage checks then refuse."""
+    directory = newcomer(
+        inventories, {"state_save_location: /shared/slurm/state": "state_save_location: /var/lib/slurm/state"}
+    )
+    (found,) = problems(directory)
+    assert found.startswith(
+        f"{CLUSTER_FILE}:6: cluster.slurm.state_save_location: /var/lib/slurm/state is on no filesystem"
+    )
+    assert "mount: /var" not in found
+    assert (
+        "move it onto a shared filesystem outside the system's directories (e.g. state_save_location: /shared/slurm/statesave"
+        in found
+    )
+
+
+def test_a_quoted_yes_is_not_a_boolean(inventories: InventoryFactory) -> None:
+    """Before: `exclusive: "yes"` was taken as true."""
+    directory = newcomer(inventories, {"exclusive: true": 'exclusive: "yes"'})
+    assert problems(directory) == [
+        f"{CLUSTER_FILE}:35: cluster.partitions[0].exclusive: 'yes' is not true or false: write `true` or "
+        "`false`, unquoted"
+    ]
+
+
+def test_one_controller_named_alone_of_its_group_is_refused(inventories: InventoryFactory) -> None:
+    """Before: `controller: ctl01` was valid and ctl02, grouped with it, silently ran no backup."""
+    directory = newcomer(inventories, {"controller: [ctl01, ctl02]": "controller: ctl01"})
+    assert problems(directory) == [
+        f"{CLUSTER_FILE}:5: cluster.slurm.controller: one controller, `ctl01`, where {directory}/hosts.yml "
+        "groups it in `controllers` with ctl02, which Slurm gives no part: to make it a backup, list it "
+        "after the primary (`controller: [ctl01, ctl02]`), or write `controller: [ctl01]` to run no backup"
+    ]
+    # Said as a list, one controller is what is meant.
+    load_cluster(newcomer(inventories, {"controller: [ctl01, ctl02]": "controller: [ctl01]"}))
+
+
+def test_a_group_where_controllers_belong_names_its_hosts(inventories: InventoryFactory) -> None:
+    directory = newcomer(inventories, {"controller: [ctl01, ctl02]": "controller: controllers"})
+    assert problems(directory) == [
+        f"{CLUSTER_FILE}:5: cluster.slurm.controller[0]: `controllers` is a group of {directory}/hosts.yml: "
+        "name the controllers themselves, the primary first (e.g. `controller: [ctl01, ctl02]`)"
+    ]
+
+
+def test_numbers_past_what_slurm_reads_are_refused(inventories: InventoryFactory) -> None:
+    """Before: RealMemory=99999999999999999999999999999 was rendered."""
+    directory = newcomer(inventories, {"memory_mb: 512000": "memory_mb: 99999999999999999999999999999"})
+    assert problems(directory) == [
+        f"{CLUSTER_FILE}:20: cluster.node_types.l40s.memory_mb: 99999999999999999999999999999 is more than "
+        "1099511627776, the most this key takes"
+    ]
+    directory = newcomer(inventories, {"cores_per_socket: 32": "cores_per_socket: 70000"})
+    assert problems(directory) == [
+        f"{CLUSTER_FILE}:18: cluster.node_types.l40s.cores_per_socket: 70000 is more than 65533, the most this key takes"
+    ]
+
+
+def test_a_host_name_slurm_and_dns_cannot_hold_is_refused(inventories: InventoryFactory) -> None:
+    """Before: `lœs-09` was rendered into slurm.conf."""
+    directory = newcomer(
+        inventories, hosts_edits={"        l40s-[01:08]:\n": "        l40s-[01:08]:\n        lœs-09:\n"}
+    )
+    assert problems(directory) == [
+        "hosts.yml:29: all.children.l40s.hosts.lœs-09: host name `lœs-09` holds `œ`: host names are ASCII "
+        "letters, digits, `-`, `.` and `_` (Slurm, DNS and Kubernetes name nodes by them); rename it"
+    ]
+
+
+def test_render_into_a_file_is_a_usage_error(inventories: InventoryFactory) -> None:
+    """Before: `error: FileExistsError: ...`, exit 1."""
+    directory = newcomer(inventories)
+    target = directory / "hosts.yml"
+    before = target.read_text(encoding="utf-8")
+    proc = run_cli("render", str(directory), "--out", str(target))
+    assert proc.returncode == 2, proc
+    assert f"--out {target} is a file: name a directory (made if missing)" in proc.stderr
+    assert "FileExistsError" not in proc.stderr and target.read_text(encoding="utf-8") == before
+
+
+def test_validate_given_hosts_yml_names_the_directory(inventories: InventoryFactory) -> None:
+    """Before: `.../hosts.yml: inventory directory not found`."""
+    directory = newcomer(inventories)
+    proc = run_cli("validate", str(directory / "hosts.yml"))
+    assert proc.returncode == 2
+    assert (
+        f"{directory}/hosts.yml: is a file: give the inventory directory (`{directory}`), the one that holds "
+        "hosts.yml and group_vars/" in proc.stderr
+    )
+
+
+def test_a_control_character_is_reported_at_its_line(inventories: InventoryFactory) -> None:
+    """Before: `YAML error: unacceptable character #x0007 ... position 19`, no line."""
+    directory = newcomer(inventories, {"name: acme": "name: ac\x07me"})
+    assert problems(directory) == [
+        f"{CLUSTER_FILE}:2: column 11: the character U+0007 is not allowed in YAML (a control character): "
+        "remove it (an editor may show it as ^ and a letter, or not at all)"
+    ]
+
+
+def test_a_misindented_list_item_says_indentation(inventories: InventoryFactory) -> None:
+    """Before: `did not find expected '-' indicator`, no word of indentation."""
+    directory = newcomer(
+        inventories,
+        {
+            '    - {name: dev, nodes: [l40s], max_time: "08:00:00"}': '      - {name: dev, nodes: [l40s], max_time: "08:00:00"}'
+        },
+    )
+    assert problems(directory) == [
+        f"{CLUSTER_FILE}:36: YAML syntax error at column 7: did not find expected '-' indicator (indentation: "
+        "line 36 starts at column 7, but the list that begins at line 35 has its items (`- `) at column 5: "
+        "give every entry of one list the same indentation, and indent what belongs to an entry further "
+        "than the entry)"
+    ]
+
+
+def test_a_host_in_two_groups_is_one_problem(inventories: InventoryFactory) -> None:
+    """Before: also `cluster.partitions: host(s) in no partition: l40s-[02-08]` and the owner of
+    l40s-01 in the partition: the same mistake three times, two of them false."""
+    directory = newcomer(
+        inventories,
+        hosts_edits={
+            "            h200-r3-[01:16]:\n": "            h200-r3-[01:16]:\n            l40s-01:\n"
+        },
+    )
+    (found,) = problems(directory)
+    assert found.startswith(
+        "hosts.yml:29: all.children.l40s.hosts.l40s-[01:08]: host `l40s-01` is listed in group `l40s`"
+    )
+
+
+def test_show_in_a_pipe_cuts_no_value() -> None:
+    """Before: values over 90 characters ended in `...` whatever the output."""
+    proc = run_cli("show", "inventories/superpod")
+    assert proc.returncode == 0
+    assert "..." not in proc.stdout
+    assert max(len(line) for line in proc.stdout.splitlines()) > 130
