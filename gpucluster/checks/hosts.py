@@ -83,11 +83,15 @@ def _one_controller_of_a_group(r: Resolution) -> None:
             return
 
 
-def check_roles(r: Resolution) -> None:
+def check_roles(r: Resolution, layer_parts: dict[str, set[str]] | None = None) -> None:
     """Every host of hosts.yml has a part in cluster.yml: a host in none is a mistake (a group
-    left out of cluster.nodes, a misspelt controller) that would otherwise pass unnoticed."""
+    left out of cluster.nodes, a misspelt controller) that would otherwise pass unnoticed.
+    `layer_parts`: the hosts each layer's section gives a part (the monitoring host), by what it is."""
     slurm = r.spec.slurm
+    parts = layer_parts or {}
     used = set(r.cluster.node_type_of) | set(slurm.controller) | set(slurm.login)
+    for hosts in parts.values():
+        used |= hosts
     used |= {slurm.accounting.host} if slurm.accounting else set()
     used |= {slurm.rest_api.host} if slurm.rest_api else set()
     for fs in r.spec.storage:
@@ -103,7 +107,7 @@ def check_roles(r: Resolution) -> None:
             r.inv.hosts_file.problem(
                 path,
                 f"{which} no part in {r.file.file}: in no group of cluster.nodes, and no "
-                "controller, login, accounting, REST API or storage host (give them one, or "
-                "remove them)",
+                f"controller, login, accounting, REST API{''.join(f', {what}' for what in sorted(parts))} or "
+                "storage host (give them one, or remove them)",
             )
         )

@@ -192,3 +192,38 @@ def test_show_in_a_pipe_cuts_no_value() -> None:
     assert proc.returncode == 0
     assert "..." not in proc.stdout
     assert max(len(line) for line in proc.stdout.splitlines()) > 130
+
+
+# --- monitoring (item 8) --------------------------------------------------------------------------
+
+
+def test_a_monitoring_host_of_its_own_is_accepted_and_scraped(inventories: InventoryFactory) -> None:
+    """Before: `host mon01 has no part in cluster.yml`; the NFS server had no node-exporter target."""
+    from gpucluster.monitoring.model import monitoring_of
+    from gpucluster.monitoring.targets import every_host, host_labels
+
+    directory = newcomer(
+        inventories,
+        {"  kubernetes:\n": "  monitoring:\n    host: mon01\n  kubernetes:\n"},
+        {"    nfs:\n": "    monitoring:\n      hosts:\n        mon01:\n    nfs:\n"},
+    )
+    cluster = load_cluster(directory)
+    monitoring = monitoring_of(cluster)
+    assert monitoring is not None
+    hosts = every_host(cluster, monitoring)
+    assert {"mon01", "nfs01", "dbd01", "login01", "ctl01", "ctl02"} <= set(hosts)
+    assert host_labels(cluster, monitoring, "nfs01")["role"] == "storage"
+    assert host_labels(cluster, monitoring, "mon01")["role"] == "monitoring"
+
+
+def test_a_host_with_no_part_names_the_monitoring_host_among_the_parts(inventories: InventoryFactory) -> None:
+    directory = newcomer(
+        inventories,
+        {"  kubernetes:\n": "  monitoring:\n    host: login01\n  kubernetes:\n"},
+        {"    nfs:\n": "    spare:\n      hosts:\n        spare01:\n    nfs:\n"},
+    )
+    assert problems(directory) == [
+        f"hosts.yml:14: all.children.spare.hosts.spare01: host `spare01` has no part in {directory}/{CLUSTER_FILE}: "
+        "in no group of cluster.nodes, and no controller, login, accounting, REST API, monitoring or storage "
+        "host (give them one, or remove them)"
+    ]
