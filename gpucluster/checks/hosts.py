@@ -90,8 +90,8 @@ def check_roles(r: Resolution, layer_parts: dict[str, set[str]] | None = None) -
     slurm = r.spec.slurm
     parts = layer_parts or {}
     used = set(r.cluster.node_type_of) | set(slurm.controller) | set(slurm.login)
-    for hosts in parts.values():
-        used |= hosts
+    for given in parts.values():
+        used |= given
     used |= {slurm.accounting.host} if slurm.accounting else set()
     used |= {slurm.rest_api.host} if slurm.rest_api else set()
     for fs in r.spec.storage:
