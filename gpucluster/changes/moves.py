@@ -44,6 +44,7 @@ class Action(StrEnum):
     DELETE = "delete"  # objects deleted (Kubernetes nodes)
     VERIFY = "verify"  # the result checked on the live cluster
     UPGRADE = "upgrade"  # a daemon's packages upgraded to the target Slurm release, then waited for
+    RESUME = "resume"  # nodes drained for the change take jobs again
 
 
 @dataclass(frozen=True)

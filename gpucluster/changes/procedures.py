@@ -104,7 +104,12 @@ class Procedures:
 
 
 def _step(
-    procedure: str, action: Action, update: Update, text: str, paths: Iterable[str], hosts: Iterable[str] = ()
+    procedure: str | None,
+    action: Action,
+    update: Update,
+    text: str,
+    paths: Iterable[str],
+    hosts: Iterable[str] = (),
 ) -> Step:
     return Step(
         procedure=procedure,
@@ -410,6 +415,30 @@ def ending_changes(old: Cluster, new: Cluster, changed: set[str]) -> list[EndsJo
             )
         )
     return found
+
+
+# The reason of the drain that empties the cluster before a change that ends jobs.
+EMPTY_REASON = "gpucluster: emptied for a change that ends jobs"
+
+
+def emptying_steps(old: Cluster, ends: list[EndsJobs], update: Update) -> tuple[list[Step], list[Step]]:
+    """What a change that ends jobs gets around it: every Slurm node drained and the jobs left to
+    finish before it (by hand: the playbook only refuses, unless confirmed), and the drain lifted
+    after it. `update`: the policy of the step that carries the change out."""
+    nodes = old.hosts_owned_by(Owner.SLURM)
+    if not ends or not nodes:
+        return [], []
+    hosts = compress(nodes)
+    paths = [e.path for e in ends]
+    why = ", ".join(paths)
+    before = [
+        _step(None, Action.STOP_PLACING, update, f'by hand: scontrol update nodename={hosts} state=drain reason="{EMPTY_REASON}" (no new job starts anywhere: {why} would end the jobs still there)', paths, nodes),
+        _step(None, Action.WAIT_EMPTY, update, f"by hand: wait until `squeue --noheader` prints nothing (the running jobs finish, none is killed; what still runs or waits when the change is applied is lost); then run {PLAYBOOK} with -e {CONFIRM}=true", paths, nodes),
+    ]  # fmt: skip
+    after = [
+        _step(None, Action.RESUME, update, f'by hand, once every daemon runs the new configuration: scontrol update nodename={hosts} state=resume (the drain of "{EMPTY_REASON}" lifted)', paths, nodes),
+    ]  # fmt: skip
+    return before, after
 
 
 def tenant_procedures(old: Cluster, new: Cluster, result: Procedures, changed: set[str]) -> None:

@@ -316,7 +316,9 @@ def slurm_files(o: Ordering) -> None:
     update = required_action(slurm_changes) or Update.RENDER_ONLY
     if nodes_change:
         update = max(update, effective(Update.NODE_LIST, o.release), key=SEVERITY.index)
-    text = slurm_apply_text(update, o.release, files, added, o.removed_slurm, o.found.apply_notes)
+    text = slurm_apply_text(
+        update, o.release, files, added, o.removed_slurm, o.found.apply_notes, bool(o.found.ends_jobs)
+    )
     if claims:
         claimed = tuple(h for m in claims for h in m.hosts)
         carried = [*slurm_changes, *(c for c in o.move_changes if set(c.hosts) & set(claimed))]
@@ -454,6 +456,7 @@ def slurm_apply_text(
     added: list[str],
     removed: list[str],
     notes: Iterable[str] = (),
+    ends_jobs: bool = False,
 ) -> str:
     playbook = PROCEDURES["slurm"].playbook
     parts = [f"{playbook} installs {', '.join(files) if files else 'the Slurm configuration'}"]
@@ -462,7 +465,7 @@ def slurm_apply_text(
     if added:
         parts.append(f"installs and starts slurmd on {compress(added)} (they come up idle)")
     parts += notes
-    parts.append("then " + meaning(update, release))
+    parts.append("then " + meaning(update, release, ends_jobs))
     return "; ".join(parts)
 
 

@@ -227,3 +227,67 @@ def test_a_host_with_no_part_names_the_monitoring_host_among_the_parts(inventori
         "in no group of cluster.nodes, and no controller, login, accounting, REST API, monitoring or storage "
         "host (give them one, or remove them)"
     ]
+
+
+# --- plan is one voice (item 5) ------------------------------------------------------------------
+
+
+def test_a_change_that_ends_jobs_gets_the_steps_that_empty_the_cluster(inventories: InventoryFactory) -> None:
+    """Before: `ENDS JOBS ... let the cluster empty first`, then one step and an overall line
+    saying that running jobs survive, with no drain and no wait."""
+    from gpucluster.changes.moves import Action
+    from gpucluster.changes.plan import make_plan, text_lines
+
+    old = load_cluster(newcomer(inventories))
+    new = load_cluster(
+        inventories.make(
+            NEWCOMER_HOSTS,
+            edit(
+                NEWCOMER_CLUSTER,
+                {
+                    "    login: [login01]\n": "    login: [login01]\n    extra: {SwitchType: switch/nvidia_imex}\n"
+                },
+            ),
+            name="imex",
+        )
+    )
+    result = make_plan(old, new)
+    assert [s.action for s in result.steps] == [
+        Action.STOP_PLACING,
+        Action.WAIT_EMPTY,
+        Action.APPLY,
+        Action.RESUME,
+    ]
+    lines = text_lines(result)
+    assert lines[0].startswith("ENDS JOBS: cluster.slurm.extra.SwitchType")
+    assert 'state=drain reason="gpucluster: emptied for a change that ends jobs"' in result.steps[0].text
+    assert "wait until `squeue --noheader` prints nothing" in result.steps[1].text
+    assert "-e gpucluster_end_jobs=true" in result.steps[2].text
+    assert "state=resume" in result.steps[3].text
+    # One voice: nothing says that the jobs survive, and the last line says that they end.
+    assert not any("survive" in line or "unaffected" in line for line in lines), lines
+    assert lines[-1].startswith(
+        "overall: restart: ENDS JOBS: cluster.slurm.extra.SwitchType ends every job still in the cluster "
+        "when it is applied: the cluster is emptied first (steps 1-2)"
+    )
+
+
+def test_a_refused_plan_prints_the_refusal_and_no_steps(inventories: InventoryFactory) -> None:
+    """Before: the refusal, then the steps and `overall: ... running jobs survive`."""
+    old = newcomer(inventories)
+    new = inventories.make(
+        NEWCOMER_HOSTS, edit(NEWCOMER_CLUSTER, {'version: "26.05"': 'version: "24.11"'}), name="down"
+    )
+    proc = run_cli("plan", str(old), str(new))
+    assert proc.returncode == 2
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith(
+        f"REFUSED: {new}/{CLUSTER_FILE}:4: cluster.slurm.version: Slurm cannot go back"
+    )
+    assert lines[1].startswith("nothing to apply: Slurm cannot make this change")
+    assert len(lines) == 2
+    document = run_cli("plan", "--json", str(old), str(new))
+    import json
+
+    data = json.loads(document.stdout)
+    assert data["refused"] and data["steps"] == [] and data["overall"] is None
