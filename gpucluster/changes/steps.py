@@ -12,6 +12,7 @@ left (a service, files only, a rebuild). Nodes that change scheduler get the mov
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -146,6 +147,8 @@ class Ordering:
     removed_kube: list[str]
     done: set[str] = field(default_factory=set)
     steps: list[Step] = field(default_factory=list)
+    # Each changed file's status (added, removed, changed).
+    status: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def start(cls, old: Cluster, new: Cluster, result: Plan, found: Procedures) -> Ordering:
@@ -172,6 +175,7 @@ class Ordering:
             removed_slurm=_hosts_of(changes, Owner.SLURM, added=False, cluster=old),
             removed_kube=_hosts_of(changes, Owner.KUBERNETES, added=False, cluster=old),
             done={c.path for c in move_changes},
+            status={f.path: f.status for f in result.files},
         )
 
     @property
@@ -313,11 +317,21 @@ def slurm_files(o: Ordering) -> None:
     nodes_change = bool(o.removed_slurm or added or any(Owner.SLURM in (m.source, m.target) for m in o.moved))
     if not (slurm_changes or files or nodes_change):
         return
+    if o.result.upgrade is not None and not nodes_change:
+        _files_of_the_upgrade(o, files, slurm_changes)
+        return
     update = required_action(slurm_changes) or Update.RENDER_ONLY
     if nodes_change:
         update = max(update, effective(Update.NODE_LIST, o.release), key=SEVERITY.index)
     text = slurm_apply_text(
-        update, o.release, files, added, o.removed_slurm, o.found.apply_notes, bool(o.found.ends_jobs)
+        update,
+        o.release,
+        files,
+        added,
+        o.removed_slurm,
+        o.found.apply_notes,
+        bool(o.found.ends_jobs),
+        o.status,
     )
     if claims:
         claimed = tuple(h for m in claims for h in m.hosts)
@@ -333,6 +347,30 @@ def slurm_files(o: Ordering) -> None:
         o.steps.append(
             make_step(Owner.SLURM, Action.APPLY, update, text, slurm_changes, hosts, files, procedure="slurm")
         )
+
+
+def _files_of_the_upgrade(o: Ordering, files: list[str], carried: list[Change]) -> None:
+    """An upgrade installs the new release's files on every host at its step and restarts each daemon
+    once: the changes they carry are applied there, by no second restart. The primary's step (the
+    first to read them) carries them in the plan."""
+    for index, step in enumerate(o.steps):
+        if step.procedure == "upgrade:slurmctld":
+            o.steps[index] = dataclasses.replace(
+                step,
+                text=f"{step.text} (the new files, on every host at its step: {files_text(files, o.status)})",
+                changes=tuple(dict.fromkeys([*step.changes, *(c.path for c in carried)])),
+                files=tuple(files),
+            )
+            return
+
+
+def files_text(files: Iterable[str], status: dict[str, str]) -> str:
+    """`installs a, b; removes c`: what a step does with each file, as the plan found it."""
+    installs = [f for f in files if status.get(f) != "removed"]
+    removes = [f for f in files if status.get(f) == "removed"]
+    parts = [f"installs {', '.join(installs)}"] if installs else []
+    parts += [f"removes {', '.join(removes)}"] if removes else []
+    return "; ".join(parts) or "installs the Slurm configuration"
 
 
 def procedures_after(o: Ordering) -> None:
@@ -457,9 +495,10 @@ def slurm_apply_text(
     removed: list[str],
     notes: Iterable[str] = (),
     ends_jobs: bool = False,
+    status: dict[str, str] | None = None,
 ) -> str:
     playbook = PROCEDURES["slurm"].playbook
-    parts = [f"{playbook} installs {', '.join(files) if files else 'the Slurm configuration'}"]
+    parts = [f"{playbook} {files_text(files, status or {})}"]
     if removed:
         parts.append(f"stops slurmd on {compress(removed)} (no longer in slurm.conf)")
     if added:

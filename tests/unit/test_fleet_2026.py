@@ -291,3 +291,46 @@ def test_a_refused_plan_prints_the_refusal_and_no_steps(inventories: InventoryFa
 
     data = json.loads(document.stdout)
     assert data["refused"] and data["steps"] == [] and data["overall"] is None
+
+
+# --- upgrades (item 6) ----------------------------------------------------------------------------
+
+
+def test_an_upgrade_rebuilds_pyxis_before_slurmd_restarts_and_restarts_nothing_twice(
+    inventories: InventoryFactory,
+) -> None:
+    """Before: no Pyxis rebuild, and a last step installing the files and restarting every daemon a
+    second time, the removed topology.conf listed as installed."""
+    from gpucluster.changes.plan import make_plan
+
+    with_pyxis = {"    login: [login01]\n": "    login: [login01]\n    containers: {pyxis: {}}\n"}
+    old = load_cluster(
+        inventories.make(
+            NEWCOMER_HOSTS,
+            edit(NEWCOMER_CLUSTER, {**with_pyxis, 'version: "26.05"': 'version: "24.11"'}),
+            name="old",
+        )
+    )
+    new = load_cluster(inventories.make(NEWCOMER_HOSTS, edit(NEWCOMER_CLUSTER, with_pyxis), name="new"))
+    result = make_plan(old, new)
+    assert result.upgrade is not None
+    procedures = [s.procedure for s in result.steps]
+    # No daemon restarted twice: the upgrade installs the new files, no playbooks/slurm.yml step follows.
+    assert "slurm" not in procedures
+    # Per batch: packages and files, then Pyxis rebuilt on its hosts, then slurmd restarted.
+    batches = [i for i, p in enumerate(procedures) if p == "upgrade:slurmd"]
+    assert len(batches) == 10
+    for i in batches:
+        assert procedures[i + 1 : i + 3] == ["upgrade:spank", "upgrade:slurmd-restart"]
+        assert result.steps[i].hosts == result.steps[i + 1].hosts == result.steps[i + 2].hosts
+        assert "slurmd not restarted yet" in result.steps[i].text
+        assert "rebuild Pyxis 0.24.0 against 26.05's spank.h" in result.steps[i + 1].text
+    # The controllers after their own upgrade, the login hosts after theirs.
+    assert procedures.index("upgrade:spank-controllers") > procedures.index(
+        "upgrade:slurmctld-backups-started"
+    )
+    assert procedures.index("upgrade:spank-login") == procedures.index("upgrade:login") + 1
+    # Files the new release no longer reads are said removed, not installed.
+    (primary,) = [s for s in result.steps if s.procedure == "upgrade:slurmctld"]
+    assert "installs slurm/slurm.conf, slurm/topology.yaml; removes slurm/topology.conf" in primary.text
+    assert set(primary.files) == {"slurm/slurm.conf", "slurm/topology.conf", "slurm/topology.yaml"}
