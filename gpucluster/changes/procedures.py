@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from gpucluster.changes.moves import Action, Step, on_hosts
+from gpucluster.changes.moves import Action, Step, on_hosts, wait_bound
 from gpucluster.changes.playbooks import PROCEDURES
 from gpucluster.hostlists import compress
 from gpucluster.model.base import Owner, Update
@@ -70,7 +70,6 @@ def needs_restart(key: str) -> bool:
 # The variable that lets playbooks/slurm.yml carry out a change that ends jobs.
 CONFIRM = "gpucluster_end_jobs"
 PLAYBOOK = PROCEDURES["slurm"].playbook
-LEAVE_TIMEOUT = "slurm_common_leave_timeout"
 
 
 @dataclass(frozen=True)
@@ -197,8 +196,9 @@ def partition_procedures(
         result.before += [
             _step("partitions", Action.PREPARE, update, f"scontrol create {partition_line(new, successor, slurm_conf)} (the new partition, as the new slurm.conf defines it, so the jobs have somewhere to go) {by}", paths),
             _step("partitions", Action.STOP_PLACING, update, f"scontrol update PartitionName={gone} State=INACTIVE (no job is queued or started there any more; its running jobs go on)", paths),
+            _step("partitions", Action.KEEP, update, f"every controller's slurm.conf gets {successor} as the new slurm.conf defines it and {gone} as it is now (State=INACTIVE): a slurmctld that starts again or takes over from here on keeps both partitions and every job moved {by}", paths, old.spec.slurm.controller),
             _step("partitions", Action.MOVE_JOBS, update, f'for job in $(squeue --noheader --partition={gone} --states=PENDING --format=%i); do scontrol update JobId="$job" Partition={successor}; done (its pending jobs wait in {successor} instead)', paths),
-            _step("partitions", Action.WAIT_EMPTY, update, f"wait until `squeue --noheader --partition={gone}` prints nothing: its running jobs finish, none is killed or requeued (bounded: past {LEAVE_TIMEOUT}, 3600 s, the playbook lists what still runs and stops before any file changes)", paths),
+            _step("partitions", Action.WAIT_EMPTY, update, f"wait until `squeue --noheader --partition={gone}` prints nothing: its running jobs finish, none is killed or requeued ({wait_bound(old, [gone])})", paths),
         ]  # fmt: skip
         result.apply_notes.append(f"{gone} goes, {successor} stays as slurm.conf defines it")
     for gone in before:
@@ -210,7 +210,7 @@ def partition_procedures(
         result.classes[path] = "partition removed"
         result.before += [
             _step("partitions", Action.STOP_PLACING, update, f"scontrol update PartitionName={gone} State=DRAIN (no job is queued there any more; the queued ones still start) {by}", [path]),
-            _step("partitions", Action.WAIT_EMPTY, update, f"wait until `squeue --noheader --partition={gone}` prints nothing: its pending and running jobs finish, none is killed (bounded: past {LEAVE_TIMEOUT}, 3600 s, the playbook lists what is left and stops before any file changes; move them with `scontrol update JobId=<id> Partition=<other>` or wait longer)", [path]),
+            _step("partitions", Action.WAIT_EMPTY, update, f"wait until `squeue --noheader --partition={gone}` prints nothing: its pending and running jobs finish, none is killed ({wait_bound(old, [gone])}; what is left can move with `scontrol update JobId=<id> Partition=<other>`)", [path]),
         ]  # fmt: skip
         result.apply_notes.append(f"{gone} goes")
     for name in after:

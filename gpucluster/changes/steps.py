@@ -26,9 +26,11 @@ from gpucluster.changes.moves import (
     lowered_quotas,
     lowers,
     moves,
+    partitions_of,
     quota_text,
     quotas_of,
     raises,
+    wait_bound,
 )
 from gpucluster.changes.playbooks import PROCEDURES
 from gpucluster.changes.procedures import Procedures
@@ -225,7 +227,8 @@ def lower_quotas(o: Ordering) -> None:
 def nodes_stop_and_empty(o: Ordering) -> None:
     """Nodes leaving a scheduler stop taking work and empty: moves, and nodes removed outright."""
     for move, carried in o.leaving:
-        for action, text in leave_texts(move, o.new)[:2]:
+        bound = wait_bound(o.old, partitions_of(o.old, move.hosts))
+        for action, text in leave_texts(move, o.new, bound=bound)[:2]:
             o.steps.append(make_step(move.source, action, Update.MOVE, text, carried, move.hosts))
     for owner, removed, update, reason in (
         (Owner.SLURM, o.removed_slurm, effective(Update.NODE_LIST, o.release), "gpucluster: removed from the inventory"),
@@ -233,7 +236,8 @@ def nodes_stop_and_empty(o: Ordering) -> None:
     ):  # fmt: skip
         if removed:
             carried = [c for c in o.node_changes if set(c.hosts) & set(removed)]
-            for action, text in leave_texts(Move(tuple(removed), owner, owner), o.new, reason)[:2]:
+            bound = wait_bound(o.old, partitions_of(o.old, removed))
+            for action, text in leave_texts(Move(tuple(removed), owner, owner), o.new, reason, bound)[:2]:
                 o.steps.append(make_step(owner, action, update, text, carried, removed))
 
 

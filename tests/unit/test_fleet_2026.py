@@ -5,6 +5,7 @@ right; never a traceback."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -334,3 +335,74 @@ def test_an_upgrade_rebuilds_pyxis_before_slurmd_restarts_and_restarts_nothing_t
     (primary,) = [s for s in result.steps if s.procedure == "upgrade:slurmctld"]
     assert "installs slurm/slurm.conf, slurm/topology.yaml; removes slurm/topology.conf" in primary.text
     assert set(primary.files) == {"slurm/slurm.conf", "slurm/topology.conf", "slurm/topology.yaml"}
+
+
+# --- waits bounded by what can run (item 4) ------------------------------------------------------
+
+
+def _steps(
+    inventories: InventoryFactory, cluster_edits: dict[str, str], hosts_edits: dict[str, str] | None = None
+) -> list[Any]:
+    from gpucluster.changes.plan import make_plan
+
+    old = load_cluster(newcomer(inventories))
+    new = load_cluster(
+        inventories.make(
+            edit(NEWCOMER_HOSTS, hosts_edits or {}), edit(NEWCOMER_CLUSTER, cluster_edits), name="changed"
+        )
+    )
+    return make_plan(old, new).steps
+
+
+def test_a_rename_waits_as_long_as_its_jobs_may_run_and_keeps_both_partitions_first(
+    inventories: InventoryFactory,
+) -> None:
+    """Before: the wait stopped at 3600 s whatever MaxTime said (dev: 8 h), and the new partition
+    lived only in the running slurmctld until the files changed."""
+    from gpucluster.changes.moves import Action
+
+    steps = _steps(inventories, {"{name: dev, nodes": "{name: interactive, nodes"})
+    actions = [s.action for s in steps]
+    assert actions[:5] == [
+        Action.PREPARE,
+        Action.STOP_PLACING,
+        Action.KEEP,
+        Action.MOVE_JOBS,
+        Action.WAIT_EMPTY,
+    ]
+    assert "every controller's slurm.conf gets interactive" in steps[2].text
+    assert steps[2].hosts == ("ctl01", "ctl02")
+    assert (
+        "bounded by the longest MaxTime, 08:00:00 (dev): the playbook waits as long as its jobs may run"
+        in steps[4].text
+    )
+    assert "3600" not in steps[4].text
+
+
+def test_a_partition_of_unlimited_jobs_says_how_to_wait_longer(inventories: InventoryFactory) -> None:
+    from gpucluster.changes.plan import make_plan
+
+    dev = '{name: dev, nodes: [l40s], max_time: "08:00:00"}'
+    old = load_cluster(
+        inventories.make(
+            NEWCOMER_HOSTS, edit(NEWCOMER_CLUSTER, {dev: "{name: dev, nodes: [l40s]}"}), name="a"
+        )
+    )
+    new = load_cluster(
+        inventories.make(
+            NEWCOMER_HOSTS, edit(NEWCOMER_CLUSTER, {dev: "{name: interactive, nodes: [l40s]}"}), name="b"
+        )
+    )
+    (wait,) = [s for s in make_plan(old, new).steps if s.action.value == "wait-empty"]
+    assert (
+        "dev: MaxTime UNLIMITED, so its jobs may run for ever: the playbook waits 3600 s, then lists what still "
+        "runs and stops before any file changes; -e slurm_common_leave_timeout=<seconds> waits longer"
+    ) in wait.text
+
+
+def test_nodes_removed_are_waited_for_as_long_as_their_partitions_let_jobs_run(
+    inventories: InventoryFactory,
+) -> None:
+    steps = _steps(inventories, {}, {"            h200-r2-[01:16]:\n": "            h200-r2-[01:15]:\n"})
+    (wait,) = [s for s in steps if s.action.value == "wait-empty"]
+    assert "bounded by the longest MaxTime, 7-00:00:00 (train)" in wait.text
