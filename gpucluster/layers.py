@@ -20,7 +20,10 @@ from typing import Any
 from pydantic import BaseModel, ValidationError, create_model
 
 from gpucluster.checks.fabric import (
+    check_block_sets,
     check_block_sizes,
+    check_nvlink_domains,
+    check_partition_topologies,
     check_split_tree,
     check_topology_default,
     core_warnings,
@@ -106,7 +109,10 @@ CHECKS: tuple[Check, ...] = (
     Check("switch tree: one root", check_split_tree),
     Check("NVLink blocks", resolve_blocks),
     Check("default topology", check_topology_default),
+    Check("block sets", check_block_sets),
     Check("block sizes", check_block_sizes),
+    Check("partitions: their topologies", check_partition_topologies),
+    Check("NVLink domains", check_nvlink_domains),
     Check("Unix users and groups", check_users),
     Check("tenants", check_tenants),
     Check("tenants: parents", check_tenant_cycles),

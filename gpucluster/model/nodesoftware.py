@@ -6,6 +6,7 @@ when `driver.source` is `none` (the site or the host image owns the driver).
 No `from __future__ import annotations`: gpucluster.model.spec imports this at start-up (pydantic).
 """
 
+import re
 from typing import Annotated, Literal
 
 from pydantic import Field, StrictBool, model_validator
@@ -80,6 +81,13 @@ class DriverSettings(Strict):
     repository: NvidiaRepository | None = spec(
         "NVIDIA's CUDA repository; required with source `nvidia`.", Update.NODE_SOFTWARE, default=None
     )
+
+
+# One NVLink domain of an NVL72 system (GB200 and GB300 NVL72): 18 compute trays of 4 GPUs, 72 GPUs.
+NVL72_TRAYS = 18
+NVL72_GPUS_PER_TRAY = 4
+# GPU types (Gres names) that come only as NVL72 compute trays, whatever the node software says.
+NVL72_GPU_MODEL = re.compile(r"^gb[23]00", re.IGNORECASE)
 
 
 class NodeSoftware(Strict):

@@ -305,25 +305,61 @@ class NodeGroup(Strict):
         return {key: value for key, value in given.items() if value is not None}
 
 
+# The names of Slurm's topologies in topology.yaml (25.05+): what a partition's `topology` and
+# `fabric.default` name, and what Slurm on Kubernetes places its dynamic nodes by.
+TREE_TOPOLOGY = "fabric-tree"  # cluster.fabric.tree
+BLOCK_TOPOLOGY = "nvlink-blocks"  # cluster.fabric.blocks, when no block_sets group them
+FLAT_TOPOLOGY = "flat"  # no topology: jobs placed without regard to the fabric
+RESERVED_TOPOLOGIES = (TREE_TOPOLOGY, BLOCK_TOPOLOGY, FLAT_TOPOLOGY)
+
+
+class BlockSet(Strict):
+    blocks: list[str] = spec(
+        "Blocks of cluster.fabric.blocks in this set: one topology/block of Slurm's topology.yaml.",
+        Update.RECONFIGURE,
+        min_length=1,
+    )
+    block_sizes: list[Annotated[int, Field(ge=1, le=UINT32_MAX)]] = spec(
+        "Its BlockSizes: the base block size and larger aggregates (each a power-of-two multiple of "
+        "the one before). Default: its smallest block.",
+        Update.RECONFIGURE,
+        default_factory=list,
+    )
+
+
 class Fabric(Strict):
     tree: dict[str, list[str]] = spec(
-        "Switch -> children. Children are switches, or inventory hosts/groups for leaf switches.",
+        "Switch -> children. Children are switches, or inventory hosts/groups for leaf switches. "
+        f"Slurm's topology `{TREE_TOPOLOGY}`.",
         Update.RECONFIGURE,
         default_factory=dict,
     )
     blocks: dict[str, list[str]] = spec(
-        "NVLink domain (block) -> inventory hosts/groups. Needs Slurm >= 23.11 (topology/block).",
+        "NVLink domain (block) -> inventory hosts/groups: only the hosts that are in one (a GB200 NVL72 "
+        "rack of 18 trays; not HGX or PCIe nodes, nor the Kubernetes hosts outside any). Needs Slurm "
+        f">= 24.05 (topology/block with BlockSizes). Slurm's topology `{BLOCK_TOPOLOGY}` (or those of "
+        "block_sets).",
         Update.RECONFIGURE,
         default_factory=dict,
     )
     block_sizes: list[Annotated[int, Field(ge=1, le=UINT32_MAX)]] = spec(
-        "Slurm BlockSizes: the base block size and larger aggregates (each a power-of-two multiple). "
-        "Default: the smallest block.",
+        "Slurm BlockSizes of the blocks: the base block size and larger aggregates (each a power-of-two "
+        "multiple). Default: the smallest block. With block_sets, each set has its own.",
         Update.RECONFIGURE,
         default_factory=list,
     )
-    default: Literal["auto", "tree", "block"] = spec(
-        "Which topology Slurm uses by default when both a tree and blocks exist (auto: block if present).",
+    block_sets: dict[Annotated[str, Field(pattern=NAME_RE)], BlockSet] = spec(
+        "Slurm >= 25.05: the blocks grouped into block topologies of their own, each with its own "
+        "BlockSizes (NVL72 racks of 18 trays beside NVL36 racks of 9), each named by its key. Every "
+        f"block in one set; the key may not be {', '.join(RESERVED_TOPOLOGIES)}.",
+        Update.RECONFIGURE,
+        default_factory=dict,
+    )
+    default: Annotated[str, Field(pattern=NAME_RE)] = spec(
+        "The topology Slurm places a job by when its partition names none (topology.yaml's "
+        "cluster_default; the one topology of topology.conf before 25.05): `auto` (the blocks if "
+        "any, else the tree), `tree`, `block` (the blocks, without block_sets), `flat` (none, "
+        "25.05+) or a name of block_sets.",
         Update.RESTART,
         default="auto",
     )
@@ -446,6 +482,14 @@ class Partition(Strict):
         'TRESBillingWeights, e.g. "CPU=1.0,Mem=0.25G,GRES/gpu=2.0".', Update.RECONFIGURE, default=None
     )
     hidden: StrictBool = spec("Hidden from sinfo and squeue by default.", Update.RECONFIGURE, default=False)
+    topology: Annotated[str, Field(pattern=NAME_RE)] | None = spec(
+        "Topology= (Slurm >= 25.05): the topology of topology.yaml this partition's jobs are placed by: "
+        f"`{TREE_TOPOLOGY}` (cluster.fabric.tree), `{BLOCK_TOPOLOGY}` (cluster.fabric.blocks) or a name "
+        f"of fabric.block_sets, or `{FLAT_TOPOLOGY}` (none). Every node of the partition must be in it. "
+        "Default: the cluster's default topology (fabric.default).",
+        Update.RECONFIGURE,
+        default=None,
+    )
     state: Literal["UP", "DOWN", "DRAIN", "INACTIVE"] = spec(
         "State: UP, DOWN (jobs queue, none start), DRAIN (no new jobs) or INACTIVE.",
         Update.RECONFIGURE,

@@ -218,6 +218,7 @@ PARTITION_MODELLED: dict[str, str] = {
     "ResumeTimeout": "resume_timeout",
     "PowerDownOnIdle": "power_down_on_idle",
     "PriorityJobFactor": "priority_job_factor",
+    "Topology": "topology",
 }
 
 # cgroup.conf keys -> cluster.slurm.cgroup settings; the others of the release go to its `extra`.

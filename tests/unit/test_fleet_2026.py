@@ -406,3 +406,190 @@ def test_nodes_removed_are_waited_for_as_long_as_their_partitions_let_jobs_run(
     steps = _steps(inventories, {}, {"            h200-r2-[01:16]:\n": "            h200-r2-[01:15]:\n"})
     (wait,) = [s for s in steps if s.action.value == "wait-empty"]
     assert "bounded by the longest MaxTime, 7-00:00:00 (train)" in wait.text
+
+
+# --- topology as sites build it (item 3) ----------------------------------------------------------
+
+
+def fleet26(
+    inventories: InventoryFactory, edits: dict[str, str] | None = None, name: str = "fleet26"
+) -> Path:
+    from tests.fleet import FLEET_2026_CLUSTER, FLEET_2026_HOSTS
+
+    return inventories.make(FLEET_2026_HOSTS, edit(FLEET_2026_CLUSTER, edits or {}), name=name)
+
+
+def test_blocks_only_where_there_are_nvlink_domains_and_a_topology_per_partition(
+    inventories: InventoryFactory,
+) -> None:
+    """Before: every host had to be in a block (the L40S and the Kubernetes H200s in fake ones, the
+    H200s then labelled with a false NVLink block) and one base size served every block (8, not 18)."""
+    from gpucluster.rendering import render_files
+
+    cluster = load_cluster(fleet26(inventories))
+    files = render_files(cluster)
+    topology = files["slurm/topology.yaml"]
+    assert "block_sizes: [18, 36]" in topology and "l40s" not in topology.split("- topology: fabric-tree")[0]
+    partitions = [
+        line for line in files["slurm/slurm.conf"].splitlines() if line.startswith("PartitionName=")
+    ]
+    assert "Topology=nvlink-blocks" in partitions[0] and "Topology=fabric-tree" in partitions[1]
+    # No Kubernetes host is in a block: none carries the label, and Kueue's topology has no block level.
+    kube = "\n".join(text for path, text in files.items() if path.startswith("kubernetes/"))
+    assert "gpucluster.io/nvlink-block" not in kube
+
+
+def test_a_partition_whose_nodes_are_in_no_block_of_its_topology_is_refused(
+    inventories: InventoryFactory,
+) -> None:
+    directory = fleet26(inventories, {", topology: fabric-tree, tenants": ", tenants"})
+    assert problems(directory) == [
+        f"{CLUSTER_FILE}:45: cluster.partitions[1]: l40s-[01-08] are in no block of `nvlink-blocks`, the topology "
+        "this partition's jobs are placed by: give the partition `topology: fabric-tree` (or `flat`), set "
+        "fabric.default to one that holds them, or put them in blocks"
+    ]
+
+
+def test_a_partition_topology_is_one_the_fabric_defines(inventories: InventoryFactory) -> None:
+    """Before: `extra: {Topology: ...}` was written as given, whatever topology.yaml defined."""
+    directory = fleet26(inventories, {"topology: fabric-tree, tenants": "topology: fabric_tree, tenants"})
+    assert problems(directory) == [
+        f"{CLUSTER_FILE}:45: cluster.partitions[1].topology: `fabric_tree` is no topology of this fabric (it has "
+        "nvlink-blocks, fabric-tree, flat); did you mean `fabric-tree`?"
+    ]
+    directory = fleet26(
+        inventories,
+        {", topology: fabric-tree, tenants": ", extra: {Topology: fabric-tree}, tenants"},
+        "extra",
+    )
+    assert (
+        f"{CLUSTER_FILE}:45: cluster.partitions[1].extra.Topology: Topology is `topology` here: set it there"
+        in problems(directory)
+    )
+
+
+def test_block_sets_have_sizes_of_their_own(inventories: InventoryFactory) -> None:
+    from gpucluster.rendering import render_files
+
+    directory = fleet26(
+        inventories,
+        {
+            "    block_sizes: [18, 36]\n": "    block_sets:\n      nvl72: {blocks: [nvl72-r1], block_sizes: [18]}\n"
+            "      nvl72-b: {blocks: [nvl72-r2], block_sizes: [9, 18]}\n",
+            "{name: train, nodes: [gb200]": "{name: train, nodes: [rack1]",
+            "topology: nvlink-blocks": "topology: nvl72",
+            "  qos:\n": "    - {name: train-b, nodes: [rack2], topology: nvl72-b}\n  qos:\n",
+        },
+    )
+    topology = render_files(load_cluster(directory))["slurm/topology.yaml"]
+    assert "- topology: nvl72\n  cluster_default: true\n  block:\n    block_sizes: [18]" in topology
+    assert "- topology: nvl72-b\n  cluster_default: false\n  block:\n    block_sizes: [9, 18]" in topology
+
+
+@pytest.mark.parametrize(
+    ("edits", "expected"),
+    [
+        (
+            {
+                'count: 4, devices: "/dev/nvidia[0-3]"}\n    h200': 'count: 8, devices: "/dev/nvidia[0-7]"}\n    h200'
+            },
+            "15: cluster.node_types.gb200-tray.gpus.count: an NVL72 compute tray has 4 GPUs (NVL72: 18 trays x 4 "
+            "GPUs), not 8: each tray is one node of 4",
+        ),
+        (
+            {"nvl72-r1: [rack1]\n      nvl72-r2: [rack2]": "nvl72-r1: [gb200]"},
+            "39: cluster.fabric.blocks.nvl72-r1: 36 NVL72 trays (144 GPUs) in one block: an NVL72 NVLink domain is at "
+            "most 18 trays of 4 GPUs (72 GPUs, one rack): one block per rack",
+        ),
+    ],
+)
+def test_nvlink_domains_the_gpus_cannot_form_are_refused(
+    inventories: InventoryFactory, edits: dict[str, str], expected: str
+) -> None:
+    """Before: an NVL72 `rack` of 72 trays (288 GPUs) and a GB200 tray of 8 GPUs were accepted."""
+    assert f"{CLUSTER_FILE}:{expected}" in problems(fleet26(inventories, edits))
+
+
+def test_what_24_11_cannot_say_is_refused_or_said(inventories: InventoryFactory) -> None:
+    """Before: on 24.11 the switch tree was dropped without a word."""
+    from gpucluster.layers import layer_warnings
+    from tests.fleet import FLEET_2026_ON_24_11
+
+    cluster = load_cluster(fleet26(inventories, FLEET_2026_ON_24_11))
+    (warning,) = [str(w) for w in layer_warnings(cluster) if "cluster.fabric.default" in str(w)]
+    assert "Slurm 24.11 reads one topology (topology.conf): it gets the switch tree" in warning
+    assert "set fabric.default: block to give Slurm that one instead" in warning
+    refused = fleet26(inventories, {'version: "26.05"': 'version: "24.11"'}, "refused")
+    found = problems(refused)
+    assert any(
+        "cluster.partitions[0].topology: Slurm 24.11 reads one topology plugin (topology.conf): a partition "
+        "cannot choose one" in p
+        for p in found
+    ), found
+    # The blocks as its one topology leave the L40S nodes, in no block, without jobs: said with the choices.
+    blocks = fleet26(inventories, {**FLEET_2026_ON_24_11, "    default: tree\n": ""}, "blocks")
+    (only,) = problems(blocks)
+    assert "l40s-[01-08] are in no block of `nvlink-blocks`" in only and "set fabric.default: tree" in only
+
+
+def test_plan_lists_a_change_of_the_block_sizes_slurm_gets(inventories: InventoryFactory) -> None:
+    """Before: moving nodes changed BlockSizes for the whole cluster, seen only in the file diff."""
+    from gpucluster.changes.plan import make_plan
+
+    flat = {"    block_sizes: [18, 36]\n": "", "topology: nvlink-blocks": "topology: flat"}
+    old = load_cluster(fleet26(inventories, flat, "old"))
+    new = load_cluster(
+        fleet26(inventories, {**flat, "nvl72-r2: [rack2]": "nvl72-r2: [gb200-r2-01, gb200-r2-02]"}, "new")
+    )
+    changes = {c.path: (c.old, c.new) for c in make_plan(old, new).changes}
+    assert changes["cluster.fabric.topologies.nvlink-blocks.block_sizes"] == ([18], [2])
+
+
+# --- the trial's slurmdbd and programs (item 1; the daemons: tests/slurm/test_fleet_trial.py) ------
+
+
+def test_the_trial_seeds_what_the_accounts_role_adds(inventories: InventoryFactory) -> None:
+    """The sacctmgr commands come from the collection's slurm_associations module and the rendered
+    accounts.yaml: a new database gets the cluster, the QOS but `normal` (slurmdbd makes it), the
+    accounts and the users."""
+    from gpucluster.rendering import render_files
+    from gpucluster.trial import seeding
+
+    cluster = load_cluster(fleet26(inventories))
+    commands, notes = seeding.seed_commands(render_files(cluster, only=["slurm"])["slurm/accounts.yaml"])
+    assert notes == []
+    assert [c[:3] for c in commands] == [
+        ["add", "cluster", "fleet26"],
+        ["add", "qos", "interactive"],
+        ["add", "account", "product"],
+        ["add", "account", "research"],
+        ["add", "account", "serving"],
+        ["add", "user", "alice"],
+        ["add", "user", "bob"],
+        ["add", "user", "carol"],
+    ]
+    assert "GrpTRES=gres/gpu=144" in commands[3]
+
+
+def test_the_trial_installs_gpuclusters_programs_and_stands_in_for_the_sites(
+    inventories: InventoryFactory,
+) -> None:
+    from gpucluster.render.health import HEALTH_PROGRAM
+    from gpucluster.rendering import render_files
+    from gpucluster.trial import seeding
+
+    site = {
+        "    login: [login01, login02]\n": "    login: [login01, login02]\n"
+        "    power_save: {resume_program: /opt/site/resume, suspend_program: /opt/site/suspend}\n"
+        "    health: {interval: 300}\n"
+    }
+    cluster = load_cluster(fleet26(inventories, site))
+    found = seeding.programs(cluster, render_files(cluster, only=["slurm"])["slurm/slurm.conf"])
+    assert found[HEALTH_PROGRAM][:2] == ("HealthCheckProgram", "own")
+    assert found[HEALTH_PROGRAM][2].startswith("#!")
+    assert found["/opt/site/resume"][:2] == ("ResumeProgram", "site")
+    assert "trial-stand-ins.log" in found["/opt/site/resume"][2]
+    assert seeding.stand_in_notes("stand-in ResumeProgram /opt/site/resume\n") == [
+        "trial: ResumeProgram=/opt/site/resume is the site's program: an executable stand-in that only logs ran "
+        "in its place"
+    ]
