@@ -101,6 +101,7 @@ def render(args: argparse.Namespace) -> int:
     from gpucluster.render.files import sync_tree
     from gpucluster.rendering import render_files
 
+    _check_output_directory(args)
     files = render_files(_load(args.inventory), only=args.only)
     changes = sync_tree(files, args.out_dir, parts=args.only)
     if args.as_json:
@@ -114,6 +115,18 @@ def render(args: argparse.Namespace) -> int:
     for path in changes.removed:
         out(f"  removed {path} (no longer generated)")
     return 0
+
+
+def _check_output_directory(args: argparse.Namespace) -> None:
+    """`--out` names a directory, or a path where one can be made: a file there (or in its way) is
+    a usage error before anything is rendered or written."""
+    path: Path = args.out_dir
+    for above in [path, *path.parents]:
+        if above.exists():
+            if not above.is_dir():
+                where = "is a file" if above == path else f"is below {above}, a file"
+                args.parser.error(f"--out {path} {where}: name a directory (made if missing)")
+            return
 
 
 def _render_json(
@@ -229,6 +242,7 @@ def import_site(args: argparse.Namespace) -> int:
         from gpucluster.errors import Problem
 
         raise InventoryError([Problem(str(source), "", "no such file or directory")])
+    _check_output_directory(args)
     files = SiteFiles.in_directory(source, tuple(gres))
     result = write_inventory(import_cluster(files, args.slurm_version), args.out_dir, check=args.check)
     if args.as_json:

@@ -7,6 +7,8 @@ to Ansible.
 
 from __future__ import annotations
 
+import difflib
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -67,6 +69,7 @@ def _find_cluster_file(root: Path, display_root: str) -> LoadedYaml:
         p for p in (root / "group_vars" / "all.yml", root / "group_vars" / "all.yaml") if p.is_file()
     ]
     found: list[LoadedYaml] = []
+    read: list[LoadedYaml] = []
     problems: list[Problem] = []
     for path in candidates:
         try:
@@ -74,13 +77,13 @@ def _find_cluster_file(root: Path, display_root: str) -> LoadedYaml:
         except InventoryError as exc:
             problems += exc.problems
             continue
+        read.append(loaded)
         if isinstance(loaded.data, dict) and "cluster" in loaded.data:
             found.append(loaded)
     if problems:
         raise InventoryError(problems)
     if not found:
-        where = _display(root, root / "group_vars" / "all" / "cluster.yml", display_root)
-        raise InventoryError([Problem(where, "cluster", "no group_vars file of `all` defines `cluster`")])
+        raise InventoryError([_no_cluster(root, display_root, read)])
     if len(found) > 1:
         raise InventoryError(
             [
@@ -89,6 +92,47 @@ def _find_cluster_file(root: Path, display_root: str) -> LoadedYaml:
             ]
         )
     return found[0]
+
+
+# What a host name may hold: Slurm's node names, DNS and Kubernetes' node names all take these
+# (a range's letters and digits aside, which expand() checks).
+_HOST_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+_RANGES = re.compile(r"\[[^\]]*\]")
+
+
+def _host_name_problem(pattern: str) -> str | None:
+    """What is wrong with the names a host pattern stands for, if anything."""
+    fixed = _RANGES.sub("0", pattern)
+    if _HOST_NAME.fullmatch(fixed):
+        return None
+    odd = sorted({c for c in fixed if not (c.isascii() and (c.isalnum() or c in "._-"))})
+    which = ", ".join(f"`{c}`" if c.isprintable() and not c.isspace() else repr(c) for c in odd)
+    if not odd:
+        return f"host name `{pattern}` must start with an ASCII letter or digit"
+    return (
+        f"host name `{pattern}` holds {which}: host names are ASCII letters, digits, `-`, `.` and `_` "
+        "(Slurm, DNS and Kubernetes name nodes by them); rename it"
+    )
+
+
+def _no_cluster(root: Path, display_root: str, read: list[LoadedYaml]) -> Problem:
+    """No group_vars file of `all` holds `cluster:`: said at the key that stands for it where a
+    file has one close to it (`Cluster:`, `clusters:`), else at the first line of the first file."""
+    for loaded in read:
+        keys = [str(k) for k in loaded.data] if isinstance(loaded.data, dict) else []
+        close = difflib.get_close_matches("cluster", [k.lower() for k in keys], n=1, cutoff=0.75)
+        if close:
+            key = next(k for k in keys if k.lower() == close[0])
+            return loaded.problem(key, "unknown top-level key: did you mean `cluster`?")
+    if read:
+        return Problem(
+            read[0].file,
+            "cluster",
+            "no group_vars file of `all` defines `cluster` (this one has no `cluster:` at its top level)",
+            1,
+        )
+    where = _display(root, root / "group_vars" / "all" / "cluster.yml", display_root)
+    return Problem(where, "cluster", "no group_vars file of `all` defines `cluster`")
 
 
 @dataclass
@@ -139,6 +183,10 @@ def _read_group(
             names = expand(str(pattern))
         except HostPatternError as exc:
             problems.append(hosts_file.problem(key_path, str(exc)))
+            continue
+        bad = _host_name_problem(str(pattern))
+        if bad:
+            problems.append(hosts_file.problem(key_path, bad))
             continue
         reading.expanded += len(names)
         if reading.expanded > MAX_HOSTS:
@@ -206,6 +254,18 @@ def load_inventory(directory: str | Path) -> Inventory:
     """Load hosts and the cluster definition from an inventory directory."""
     display_root = str(directory)
     root = Path(directory)
+    if root.is_file():
+        parent = str(root.parent) if str(root.parent) != "." else "."
+        raise InventoryError(
+            [
+                Problem(
+                    display_root,
+                    "",
+                    f"is a file: give the inventory directory (`{parent}`), the one that holds hosts.yml "
+                    "and group_vars/",
+                )
+            ]
+        )
     if not root.is_dir():
         raise InventoryError([Problem(display_root, "", "inventory directory not found")])
     hosts_path = next((root / name for name in HOSTS_FILES if (root / name).is_file()), None)
@@ -227,7 +287,10 @@ def load_inventory(directory: str | Path) -> Inventory:
     inv = Inventory(root=root, display_root=display_root, hosts_file=hosts_file, cluster_file=cluster_file)
     data = hosts_file.data
     if not isinstance(data, dict) or set(data) != {"all"}:
-        raise InventoryError([hosts_file.problem("", "the top level must be a single `all` group")])
+        others = [str(key) for key in data if key != "all"] if isinstance(data, dict) else []
+        where = others[0] if others else ""
+        problem = hosts_file.problem(where, "the top level must be a single `all` group")
+        raise InventoryError([Problem(problem.file, problem.path, problem.message, problem.line or 1)])
     _read_group(inv, "all", data["all"], ["all"], problems)
     _check_group_cycles(inv, problems)
     clashes = sorted(set(inv.hostvars) & (set(inv.group_hosts) | set(inv.group_children)))

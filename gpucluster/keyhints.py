@@ -30,9 +30,22 @@ CUTOFF = 0.75
 SCHEMA_HINT = "`gpucluster schema --markdown` lists the keys"
 
 
-def _clean(loc: Sequence[str | int]) -> Loc:
-    """pydantic's location without its validator and union tags (`function-after[...]`, `list[str]`)."""
-    return tuple(p for p in loc if not (isinstance(p, str) and (p.startswith("function-") or "[" in p)))
+def _clean(loc: Sequence[str | int], data: Any) -> Loc:
+    """pydantic's location without its validator and union tags (`function-after[...]`,
+    `list[str]`). A step the input has is kept whatever its name: a key of the inventory may hold a
+    bracket (`gpu_operator[1:2]`, an Ansible range pasted where a key belongs)."""
+    kept: list[str | int] = []
+    node = data
+    for part in loc:
+        in_list = isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)
+        if in_list or (isinstance(node, dict) and part in node):
+            node = node[part]
+        elif isinstance(part, str) and (part.startswith("function-") or "[" in part):
+            continue
+        else:
+            node = None
+        kept.append(part)
+    return tuple(kept)
 
 
 def field_types(tp: Any) -> list[Any]:
@@ -108,6 +121,11 @@ def _message(error: _Error) -> str:
     if error.kind == "missing":
         return "required key is missing"
     text = error.message.removeprefix("Value error, ")
+    if error.kind == "less_than_equal" and "le" in error.ctx:
+        return f"{error.input} is more than {error.ctx['le']}, the most this key takes"
+    if error.kind == "bool_type":
+        # A quoted `"yes"`, `"true"` or a number: YAML reads only the bare words as booleans.
+        return f"{error.input!r} is not true or false: write `true` or `false`, unquoted"
     if error.kind in ("enum", "literal_error") and isinstance(error.input, str):
         allowed = re.findall(r"'([^']*)'", str(error.ctx.get("expected", "")))
         guess = closest(error.input, allowed)
@@ -203,8 +221,11 @@ def model_problems(
     prefix: tuple[str, ...] = (),
 ) -> list[Problem]:
     """The problems of a validation of `root` (at `prefix` of the file, for a section validated alone)."""
+    data: Any = file.data
+    for part in prefix:
+        data = data.get(part) if isinstance(data, dict) else None
     errors = [
-        _Error(e["type"], _clean(e["loc"]), e["msg"], dict(e.get("ctx") or {}), e.get("input"))
+        _Error(e["type"], _clean(e["loc"], data), e["msg"], dict(e.get("ctx") or {}), e.get("input"))
         for e in exc.errors()
     ]
     return [

@@ -20,7 +20,10 @@ from typing import Any
 from pydantic import BaseModel, ValidationError, create_model
 
 from gpucluster.checks.fabric import (
+    check_block_sets,
     check_block_sizes,
+    check_nvlink_domains,
+    check_partition_topologies,
     check_split_tree,
     check_topology_default,
     core_warnings,
@@ -73,6 +76,15 @@ def _layer_check(ref: str) -> Step:
     return run
 
 
+def _every_host_has_a_part(resolution: Resolution) -> None:
+    parts = {
+        layer.part: set(load_ref(layer.part_hosts)(resolution.cluster))
+        for layer in LAYERS
+        if layer.part_hosts and getattr(resolution.spec, layer.key, None) is not None
+    }
+    check_roles(resolution, parts)
+
+
 def _layer_lines(resolution: Resolution) -> None:
     resolution.problems += layer_slurm_conf_problems(resolution.cluster)
 
@@ -97,7 +109,10 @@ CHECKS: tuple[Check, ...] = (
     Check("switch tree: one root", check_split_tree),
     Check("NVLink blocks", resolve_blocks),
     Check("default topology", check_topology_default),
+    Check("block sets", check_block_sets),
     Check("block sizes", check_block_sizes),
+    Check("partitions: their topologies", check_partition_topologies),
+    Check("NVLink domains", check_nvlink_domains),
     Check("Unix users and groups", check_users),
     Check("tenants", check_tenants),
     Check("tenants: parents", check_tenant_cycles),
@@ -124,12 +139,13 @@ CHECKS: tuple[Check, ...] = (
     Check("GPU node software", check_node_software),
     Check("shared storage: mounts and their hosts", check_storage),
     Check("Slurm: the controllers' shared state", slurm.check_state_save),  # reads storage_hosts
-    Check("every host has a part", check_roles),
-    Check("addresses of the hosts for Slurm", check_addresses),
     Check("Kubernetes", _layer_check("gpucluster.k8s.checks:check_kubernetes"), "kubernetes"),
     # After Kubernetes: the cloud checks read the Kubernetes section (who owns the GPU driver).
     Check("cloud", _layer_check("gpucluster.cloud.guardrails:check_cloud"), "cloud"),
     Check("monitoring", _layer_check("gpucluster.monitoring.checks:check_monitoring"), "monitoring"),
+    # After the layers: a layer's section gives hosts a part too (the monitoring host).
+    Check("every host has a part", _every_host_has_a_part),
+    Check("addresses of the hosts for Slurm", check_addresses),
     Check("slurm.conf lines of the layers", _layer_lines),
 )
 
@@ -147,6 +163,10 @@ class Layer:
     # "module:function": the lines it adds to bare-metal Slurm's slurm.conf, one section of
     # (key, value) pairs ("#": a comment); the core renderer writes them and knows no layer.
     slurm_conf: str | None = None
+    # "module:function": the hosts of hosts.yml its section gives a part, and what that part is
+    # called (a host with no part anywhere is refused).
+    part_hosts: str | None = None
+    part: str = ""
 
 
 LAYERS = (
@@ -179,6 +199,8 @@ LAYERS = (
         summary="gpucluster.monitoring.summary:summary",
         summary_table="gpucluster.monitoring.summary:summary_table",
         slurm_conf="gpucluster.monitoring.slurm_conf:slurm_conf_lines",
+        part_hosts="gpucluster.monitoring.checks:monitoring_host",
+        part="monitoring",
     ),
 )
 

@@ -66,7 +66,11 @@ class Resolution:
         if name in self.group_names:
             members = self.inv.members(name)
             if not members:
-                self.fail(parts, f"group `{name}` has no hosts")
+                self.fail(
+                    parts,
+                    f"group `{name}` has no hosts: remove it here (hosts decommissioned), or give it "
+                    f"hosts in {self.inv.hosts_file.file}",
+                )
             return members
         if name in self.inv.hostvars:
             return [name]
@@ -212,6 +216,7 @@ def resolve_partitions(r: Resolution) -> None:
             continue
         members: dict[str, None] = {}
         slurm_kinds: dict[Owner, str] = {}
+        kubernetes_named: set[int] = set()
         for n, name in enumerate(part.nodes):
             for host in r.hosts_of(name, ["partitions", index, "nodes", n]) or []:
                 if host not in cluster.node_type_of:
@@ -222,12 +227,16 @@ def resolve_partitions(r: Resolution) -> None:
                     break
                 owner = cluster.owner_of.get(host)
                 if owner == Owner.KUBERNETES:
-                    r.fail(
-                        ["partitions", index, "nodes", n],
-                        f"host `{host}` is owned by kubernetes; a Slurm partition may only name hosts "
-                        "owned by slurm or slurm-on-kubernetes",
-                    )
-                    break
+                    # Said once per name (a host hosts.yml lists in a second group: there); the
+                    # name's other hosts stay in the partition, not reported in none.
+                    if n not in kubernetes_named and host not in r.listed_twice:
+                        kubernetes_named.add(n)
+                        r.fail(
+                            ["partitions", index, "nodes", n],
+                            f"host `{host}` is owned by kubernetes; a Slurm partition may only name hosts "
+                            "owned by slurm or slurm-on-kubernetes",
+                        )
+                    continue
                 if owner is not None:
                     slurm_kinds.setdefault(owner, host)
                 members.setdefault(host, None)
@@ -334,7 +343,11 @@ def resolve_tree(r: Resolution) -> None:
             f"host(s) under no leaf switch: {compress(missing)} (put them under one, or name them in "
             "fabric.outside_tree if they are outside the switch tree on purpose)",
         )
-    cluster.switches = [switches[name] for name in sorted(switches)]
+    # A leaf whose groups all came out empty (reported above) is left out: so is it from its parent.
+    cluster.switches = [
+        Switch(name, tuple(c for c in switches[name].switches if c in switches), switches[name].nodes)
+        for name in sorted(switches)
+    ]
     path_of: dict[str, tuple[str, ...]] = {}  # per leaf switch, shared by its hosts
     for host, leaf in leaf_of.items():
         if leaf not in path_of:
@@ -363,10 +376,8 @@ def resolve_blocks(r: Resolution) -> None:
                 cluster.block_of[host] = block
                 members.setdefault(host, None)
         cluster.blocks[block] = sort_hosts(members)
-    if fabric.blocks:
-        missing = [h for h in cluster.node_type_of if h not in cluster.block_of]
-        if missing:
-            r.fail(["fabric", "blocks"], f"host(s) in no block: {compress(missing)}")
+    # Only the hosts that are in an NVLink domain are in a block: the partitions' topologies say
+    # where the others' jobs go (gpucluster.checks.fabric).
 
 
 def tenants_by_name(spec: ClusterSpec) -> tuple[dict[str, Tenant], dict[str, int]]:

@@ -13,7 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from gpucluster.model.base import Owner
-from gpucluster.model.cluster import Cluster
+from gpucluster.model.cluster import Cluster, block_topologies, default_topology
+from gpucluster.model.spec import FLAT_TOPOLOGY, TREE_TOPOLOGY
 from gpucluster.slurm.accounts import fair_shares
 
 # Lists of the spec compared by name, and the key of each entry's name.
@@ -59,6 +60,25 @@ def tenant_views(cluster: Cluster) -> dict[str, dict[str, Any]]:
     return views
 
 
+def slurm_topologies(cluster: Cluster) -> dict[str, Any]:
+    """The topologies bare-metal Slurm gets, as it gets them: each with its blocks' sizes (given, or
+    worked out from its smallest block) and whether jobs of partitions naming none go by it. A
+    change of any (a node moved makes a smaller smallest block) is a change of the plan."""
+    from gpucluster.slurm.render import block_sizes, flat_used
+
+    slurm = cluster.owned_by(Owner.SLURM)
+    default = default_topology(slurm)
+    found: dict[str, Any] = {
+        name: {"kind": "block", "block_sizes": block_sizes(slurm, name), "default": name == default}
+        for name in block_topologies(slurm)
+    }
+    if slurm.switches:
+        found[TREE_TOPOLOGY] = {"kind": "tree", "default": default == TREE_TOPOLOGY}
+    if flat_used(slurm):
+        found[FLAT_TOPOLOGY] = {"kind": "flat", "default": default == FLAT_TOPOLOGY}
+    return found
+
+
 def resolved_view(cluster: Cluster) -> dict[str, Any]:
     spec = cluster.spec
     data = spec.model_dump(mode="json", exclude={"nodes", "tenants"})
@@ -71,6 +91,7 @@ def resolved_view(cluster: Cluster) -> dict[str, Any]:
     fabric = data["fabric"]
     del fabric["tree"]  # as `switches`
     fabric["blocks"] = {name: list(hosts) for name, hosts in sorted(cluster.blocks.items())}
+    fabric["topologies"] = slurm_topologies(cluster)
     return {
         "cluster": data,
         "hosts": {

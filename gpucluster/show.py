@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
+import sys
 from typing import Any
 
 from gpucluster.console import Tree, table
@@ -29,7 +31,7 @@ def _gpus(cluster: Cluster, hosts: list[str]) -> int:
     return sum(g.count for h in hosts if (g := cluster.node_type(h).gpus))
 
 
-def _compact(value: Any, limit: int = 90) -> str:
+def _compact(value: Any, limit: int | None = None) -> str:
     if value is None:
         return "-"
     if isinstance(value, bool):
@@ -42,11 +44,26 @@ def _compact(value: Any, limit: int = 90) -> str:
         text = ", ".join(f"{k} {_compact(v)}" for k, v in value.items())
     else:
         text = json.dumps(value, separators=(", ", ": "))
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    return text if limit is None or len(text) <= limit else text[: limit - 3] + "..."
+
+
+# The narrowest a value is cut to on a narrow terminal.
+MIN_VALUE_WIDTH = 30
+
+
+def value_width(key_width: int) -> int | None:
+    """How wide a value of a two-column table may be: what the terminal leaves beside the key
+    column and the borders (`│ key │ value │`), never less than MIN_VALUE_WIDTH; None (whole
+    values) where stdout is no terminal: a pipe or a file gets every value as it is."""
+    if not sys.stdout.isatty():
+        return None
+    columns = shutil.get_terminal_size().columns
+    return max(MIN_VALUE_WIDTH, columns - key_width - 7)
 
 
 def settings_table(title: str, rows: list[tuple[str, Any]]) -> str:
-    return table(title, ("setting", "value"), [[key, _compact(value)] for key, value in rows])
+    limit = value_width(max((len(key) for key, _ in rows), default=7))
+    return table(title, ("setting", "value"), [[key, _compact(value, limit)] for key, value in rows])
 
 
 def release_facts(release: Release) -> dict[str, Any]:

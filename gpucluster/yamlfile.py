@@ -537,7 +537,55 @@ def syntax_problem(display: str, text: str, exc: yaml.MarkedYAMLError) -> Proble
         message += (
             " (a tab character: YAML indents with spaces only; replace the tabs on this line with spaces)"
         )
+    else:
+        message += _indentation_hint(exc, lines)
     return Problem(display, "", message, mark.line + 1)
+
+
+# libyaml's context of an error inside a block -> what that block holds in one column.
+_BLOCKS = {
+    "while parsing a block mapping": ("mapping", "keys"),
+    "while parsing a block collection": ("list", "items (`- `)"),
+}
+
+
+def _indentation_hint(exc: yaml.MarkedYAMLError, lines: list[str]) -> str:
+    """Where a block's entries do not line up, the line and column each of them starts at: a line
+    indented off its siblings is met where the block cannot go on, which may be lines later."""
+    mark, context = exc.problem_mark, exc.context_mark
+    if mark is None or mark.line >= len(lines):
+        return ""
+    text = lines[mark.line]
+    column = len(text) - len(text.lstrip(" ")) + 1
+    if context is not None and exc.context in _BLOCKS:
+        kind, what = _BLOCKS[exc.context]
+        return (
+            f" (indentation: line {mark.line + 1} starts at column {column}, but the {kind} that begins at "
+            f"line {context.line + 1} has its {what} at column {context.column + 1}: give every entry of one "
+            f"{kind} the same indentation, and indent what belongs to an entry further than the entry)"
+        )
+    if "mapping values are not allowed" in str(exc.problem):
+        return (
+            f" (a `key:` where a value goes on: check the indentation of this line (column {column}) against "
+            "the line above it, or quote a value that holds `: `)"
+        )
+    return ""
+
+
+def _reader_problem(display: str, text: str, exc: yaml.reader.ReaderError) -> Problem:
+    """A character YAML does not take (a control character, a lone surrogate), at its line."""
+    position = exc.position if isinstance(exc.position, int) else 0
+    before = text[:position]
+    line = before.count("\n") + 1
+    column = position - (before.rfind("\n") + 1) + 1
+    code = exc.character if isinstance(exc.character, int) else ord(str(exc.character)[:1] or "\0")
+    return Problem(
+        display,
+        "",
+        f"column {column}: the character U+{code:04X} is not allowed in YAML (a control character): "
+        "remove it (an editor may show it as ^ and a letter, or not at all)",
+        line,
+    )
 
 
 def _load_any(
@@ -555,6 +603,8 @@ def _load_any(
             line = mark.line + 1 if mark else None
             raise InventoryError([Problem(display, "", DEPTH_MESSAGE, line)]) from None
         raise InventoryError([syntax_problem(display, text, exc)]) from None
+    except yaml.reader.ReaderError as exc:
+        raise InventoryError([_reader_problem(display, text, exc)]) from None
     except yaml.YAMLError as exc:
         raise InventoryError([Problem(display, "", f"YAML error: {exc}")]) from None
     if node is None:

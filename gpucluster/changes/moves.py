@@ -21,6 +21,7 @@ from gpucluster.hostlists import compress
 from gpucluster.model.base import Owner, Update
 from gpucluster.model.cluster import Cluster
 from gpucluster.model.spec import GpuQuota
+from gpucluster.slurm.defaults import minutes
 
 OWNER_LABEL = "gpucluster.io/owner"
 MOVE_REASON = "gpucluster: moving to {target}"
@@ -43,7 +44,9 @@ class Action(StrEnum):
     STOP_DAEMON = "stop-daemon"  # a daemon stopped (and disabled) where it no longer belongs
     DELETE = "delete"  # objects deleted (Kubernetes nodes)
     VERIFY = "verify"  # the result checked on the live cluster
+    KEEP = "keep"  # what was done live written into the files, so that a restart keeps it
     UPGRADE = "upgrade"  # a daemon's packages upgraded to the target Slurm release, then waited for
+    RESUME = "resume"  # nodes drained for the change take jobs again
 
 
 @dataclass(frozen=True)
@@ -146,7 +149,41 @@ def node_list_apply(new: Cluster) -> str:
     )
 
 
-def leave_texts(move: Move, new: Cluster, reason: str | None = None) -> list[tuple[Action, str]]:
+# The playbook's wait where a partition's jobs may run for ever (slurm_common_leave_timeout unset).
+UNBOUNDED_WAIT = 3600
+LEAVE_TIMEOUT = "slurm_common_leave_timeout"
+
+
+def wait_bound(cluster: Cluster, partitions: Iterable[str]) -> str:
+    """How long the playbook waits for the jobs of these partitions (of `cluster`, the inventory
+    they run under): as long as they may run, the longest MaxTime, unless slurm_common_leave_timeout
+    says otherwise; UNBOUNDED_WAIT where one has none."""
+    wanted = set(partitions)
+    limits = {p.name: p.max_time for p in cluster.spec.partitions if p.name in wanted}
+    unlimited = [name for name, limit in limits.items() if minutes(limit) == "UNLIMITED"]
+    if not limits or unlimited:
+        which = ", ".join(unlimited) or "their partitions"
+        return (
+            f"{which}: MaxTime UNLIMITED, so its jobs may run for ever: the playbook waits {UNBOUNDED_WAIT} s, then "
+            f"lists what still runs and stops before any file changes; -e {LEAVE_TIMEOUT}=<seconds> waits longer"
+        )
+    longest = max(limits, key=lambda name: int(minutes(limits[name])))
+    return (
+        f"bounded by the longest MaxTime, {limits[longest]} ({longest}): the playbook waits as long as its jobs "
+        f"may run, then lists what still runs and stops before any file changes; -e {LEAVE_TIMEOUT}=<seconds> "
+        "bounds it otherwise"
+    )
+
+
+def partitions_of(cluster: Cluster, hosts: Iterable[str]) -> list[str]:
+    """The partitions holding any of these hosts."""
+    chosen = set(hosts)
+    return [name for name, members in cluster.partitions.items() if chosen & set(members)]
+
+
+def leave_texts(
+    move: Move, new: Cluster, reason: str | None = None, bound: str | None = None
+) -> list[tuple[Action, str]]:
     """Stop placing, wait until empty, then release (one or more steps): what the old scheduler
     does with leaving nodes. Every command pastes as it is: Slurm's commands expand host ranges,
     kubectl and ssh get a loop over the hosts."""
@@ -158,7 +195,7 @@ def leave_texts(move: Move, new: Cluster, reason: str | None = None) -> list[tup
             (
                 Action.WAIT_EMPTY,
                 f"wait until `squeue --noheader --nodelist={hosts}` prints nothing (running jobs finish, none is "
-                "killed; past the deadline, report what still runs and stop)",
+                f"killed; {bound or 'past the deadline, report what still runs and stop'})",
             ),
             (Action.RELEASE, f"render slurm.conf without {hosts}, stop slurmd there, {node_list_apply(new)}"),
         ]

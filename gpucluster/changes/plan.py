@@ -21,14 +21,18 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from gpucluster.changes.procedures import CONFIRM, host_change_class, procedures
+from gpucluster.changes.procedures import (
+    CONFIRM,
+    emptying_steps,
+    host_change_class,
+    procedures,
+)
 from gpucluster.changes.records import (
     SEVERITY,
     Change,
     FileChange,
     Plan,
     effective,
-    meaning,
     required_action,
     under,
 )
@@ -291,10 +295,20 @@ def make_plan(
     result.ends_jobs = found.ends_jobs
     refused = refusal(old, new)
     result.refused = [str(refused)] if refused else []
+    if result.refused:
+        # Nothing of it can be applied: no step, no overall policy (the refusal is the plan).
+        return result
     result.upgrade = upgrade_of(old, new)
     if result.upgrade is not None:
         # The upgrade goes first: every other change is applied by the new release's daemons.
         found.before[:0] = upgrade_steps(result.upgrade, [c for c in changes if c.path == VERSION_PATH])
+    ending = {e.path for e in found.ends_jobs}
+    emptied, resumed = emptying_steps(
+        old, found.ends_jobs, required_action(c for c in changes if c.path in ending) or Update.RESTART
+    )
+    # The cluster empties before anything else changes, and takes jobs again once all is applied.
+    found.before[:0] = emptied
+    found.after += resumed
     result.steps = plan_steps(old, new, result, found)
     # Each change carries the policy of the step that carries it out (a partition's MaxTime in the
     # step that restarts the daemons for a new node is applied by that restart); `needs` keeps its own.
@@ -359,8 +373,16 @@ def shown(value: Any, limit: int = 100) -> str:
 def text_lines(result: Plan) -> list[str]:
     if not result.changes and not result.files:
         return ["no changes"]
-    # What is refused, then what ends jobs, comes first: whoever reads one line reads this.
-    lines = [f"REFUSED: {reason}" for reason in result.refused]
+    if result.refused:
+        # Only the refusal: nothing below it could be applied.
+        return [
+            *(f"REFUSED: {reason}" for reason in result.refused),
+            f"nothing to apply: Slurm cannot make this change ({len(result.changes)} change(s), "
+            f"{len(result.files)} file(s) differ; `--json` lists them); change the inventory as said above, "
+            "then plan again",
+        ]
+    # What ends jobs comes first: whoever reads one line reads this.
+    lines: list[str] = []
     lines += [
         f"ENDS JOBS: {e.path}: {e.reason}; playbooks/slurm.yml refuses it unless run with -e {CONFIRM}=true"
         for e in result.ends_jobs
@@ -401,5 +423,5 @@ def text_lines(result: Plan) -> list[str]:
             )
     overall = result.overall
     if overall is not None:
-        lines.append(f"overall: {overall.name.lower()}: {meaning(overall, result.release)}")
+        lines.append(f"overall: {overall.name.lower()}: {result.overall_means}")
     return lines

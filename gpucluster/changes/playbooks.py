@@ -189,14 +189,35 @@ _PROCEDURES = (
         (_play(UPGRADE, "The backup controllers started", "slurm_upgrade:slurmctld_backups"),),
     ),
     Procedure(
+        "upgrade:spank-controllers",
+        "the SPANK plugins gpucluster builds (Pyxis), rebuilt against the new release on the controllers",
+        (_play(UPGRADE, "The SPANK plugins gpucluster builds, rebuilt against the new release on the controllers", "pyxis_enroot"),),
+    ),
+    Procedure(
         "upgrade:slurmd",
         "every slurmd in batches",
         (_play(UPGRADE, "Every slurmd, in batches (cluster.slurm.upgrade.batch_size), each waited for", "slurm_upgrade:slurmd"),),
+    ),
+    # In each batch, between its packages and the restart of slurmd (which loads the plugins).
+    Procedure(
+        "upgrade:spank",
+        "the SPANK plugins gpucluster builds (Pyxis), rebuilt against the new release before slurmd restarts",
+        (_play(UPGRADE, "Every slurmd, in batches (cluster.slurm.upgrade.batch_size), each waited for", "pyxis_enroot"),),
+    ),
+    Procedure(
+        "upgrade:slurmd-restart",
+        "slurmd restarted on the new release, each node waited for",
+        (_play(UPGRADE, "Every slurmd, in batches (cluster.slurm.upgrade.batch_size), each waited for", "slurm_upgrade:slurmd_restart"),),
     ),
     Procedure(
         "upgrade:login",
         "login hosts and clients",
         (_play(UPGRADE, "Login hosts and clients last", "slurm_upgrade:login"),),
+    ),
+    Procedure(
+        "upgrade:spank-login",
+        "the SPANK plugins gpucluster builds (Pyxis), rebuilt against the new release on the login hosts",
+        (_play(UPGRADE, "The SPANK plugins gpucluster builds, rebuilt against the new release on the login hosts", "pyxis_enroot"),),
     ),
     Procedure(
         "upgrade:verify",

@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from gpucluster.changes.moves import Action, Step, on_hosts
+from gpucluster.changes.moves import Action, Step, on_hosts, wait_bound
 from gpucluster.changes.playbooks import PROCEDURES
 from gpucluster.hostlists import compress
 from gpucluster.model.base import Owner, Update
@@ -42,7 +42,6 @@ if TYPE_CHECKING:
 # The variable that lets playbooks/slurm.yml carry out a change that ends jobs.
 CONFIRM = "gpucluster_end_jobs"
 PLAYBOOK = PROCEDURES["slurm"].playbook
-LEAVE_TIMEOUT = "slurm_common_leave_timeout"
 
 
 @dataclass(frozen=True)
@@ -76,7 +75,12 @@ class Procedures:
 
 
 def _step(
-    procedure: str, action: Action, update: Update, text: str, paths: Iterable[str], hosts: Iterable[str] = ()
+    procedure: str | None,
+    action: Action,
+    update: Update,
+    text: str,
+    paths: Iterable[str],
+    hosts: Iterable[str] = (),
 ) -> Step:
     return Step(
         procedure=procedure,
@@ -164,8 +168,9 @@ def partition_procedures(
         result.before += [
             _step("partitions", Action.PREPARE, update, f"scontrol create {partition_line(new, successor, slurm_conf)} (the new partition, as the new slurm.conf defines it, so the jobs have somewhere to go) {by}", paths),
             _step("partitions", Action.STOP_PLACING, update, f"scontrol update PartitionName={gone} State=INACTIVE (no job is queued or started there any more; its running jobs go on)", paths),
+            _step("partitions", Action.KEEP, update, f"every controller's slurm.conf gets {successor} as the new slurm.conf defines it and {gone} as it is now (State=INACTIVE): a slurmctld that starts again or takes over from here on keeps both partitions and every job moved {by}", paths, old.spec.slurm.controller),
             _step("partitions", Action.MOVE_JOBS, update, f'for job in $(squeue --noheader --partition={gone} --states=PENDING --format=%i); do scontrol update JobId="$job" Partition={successor}; done (its pending jobs wait in {successor} instead)', paths),
-            _step("partitions", Action.WAIT_EMPTY, update, f"wait until `squeue --noheader --partition={gone}` prints nothing: its running jobs finish, none is killed or requeued (bounded: past {LEAVE_TIMEOUT}, 3600 s, the playbook lists what still runs and stops before any file changes)", paths),
+            _step("partitions", Action.WAIT_EMPTY, update, f"wait until `squeue --noheader --partition={gone}` prints nothing: its running jobs finish, none is killed or requeued ({wait_bound(old, [gone])})", paths),
         ]  # fmt: skip
         result.apply_notes.append(f"{gone} goes, {successor} stays as slurm.conf defines it")
     for gone in before:
@@ -177,7 +182,7 @@ def partition_procedures(
         result.classes[path] = "partition removed"
         result.before += [
             _step("partitions", Action.STOP_PLACING, update, f"scontrol update PartitionName={gone} State=DRAIN (no job is queued there any more; the queued ones still start) {by}", [path]),
-            _step("partitions", Action.WAIT_EMPTY, update, f"wait until `squeue --noheader --partition={gone}` prints nothing: its pending and running jobs finish, none is killed (bounded: past {LEAVE_TIMEOUT}, 3600 s, the playbook lists what is left and stops before any file changes; move them with `scontrol update JobId=<id> Partition=<other>` or wait longer)", [path]),
+            _step("partitions", Action.WAIT_EMPTY, update, f"wait until `squeue --noheader --partition={gone}` prints nothing: its pending and running jobs finish, none is killed ({wait_bound(old, [gone])}; what is left can move with `scontrol update JobId=<id> Partition=<other>`)", [path]),
         ]  # fmt: skip
         result.apply_notes.append(f"{gone} goes")
     for name in after:
@@ -382,6 +387,30 @@ def ending_changes(old: Cluster, new: Cluster, changed: set[str]) -> list[EndsJo
             )
         )
     return found
+
+
+# The reason of the drain that empties the cluster before a change that ends jobs.
+EMPTY_REASON = "gpucluster: emptied for a change that ends jobs"
+
+
+def emptying_steps(old: Cluster, ends: list[EndsJobs], update: Update) -> tuple[list[Step], list[Step]]:
+    """What a change that ends jobs gets around it: every Slurm node drained and the jobs left to
+    finish before it (by hand: the playbook only refuses, unless confirmed), and the drain lifted
+    after it. `update`: the policy of the step that carries the change out."""
+    nodes = old.hosts_owned_by(Owner.SLURM)
+    if not ends or not nodes:
+        return [], []
+    hosts = compress(nodes)
+    paths = [e.path for e in ends]
+    why = ", ".join(paths)
+    before = [
+        _step(None, Action.STOP_PLACING, update, f'by hand: scontrol update nodename={hosts} state=drain reason="{EMPTY_REASON}" (no new job starts anywhere: {why} would end the jobs still there)', paths, nodes),
+        _step(None, Action.WAIT_EMPTY, update, f"by hand: wait until `squeue --noheader` prints nothing (the running jobs finish, none is killed; what still runs or waits when the change is applied is lost); then run {PLAYBOOK} with -e {CONFIRM}=true", paths, nodes),
+    ]  # fmt: skip
+    after = [
+        _step(None, Action.RESUME, update, f'by hand, once every daemon runs the new configuration: scontrol update nodename={hosts} state=resume (the drain of "{EMPTY_REASON}" lifted)', paths, nodes),
+    ]  # fmt: skip
+    return before, after
 
 
 def tenant_procedures(old: Cluster, new: Cluster, result: Procedures, changed: set[str]) -> None:

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpucluster.changes.moves import Step
+from gpucluster.changes.moves import Action, Step
 from gpucluster.changes.procedures import EndsJobs
 from gpucluster.changes.upgrade import Upgrade
 from gpucluster.model.base import Update
@@ -120,7 +120,28 @@ class Plan:
 
     @property
     def overall(self) -> Update | None:
-        return required_action(self.changes)
+        return None if self.refused else required_action(self.changes)
+
+    @property
+    def overall_means(self) -> str:
+        """What applying the plan means on its release, and, where a change ends jobs, that."""
+        overall = self.overall
+        if overall is None:
+            return ""
+        if not self.ends_jobs:
+            return meaning(overall, self.release)
+        text = str(effective(overall, self.release).value).split(" (")[0]
+        ending = {e.path for e in self.ends_jobs}
+        numbers = [
+            n
+            for n, step in enumerate(self.steps, 1)
+            if step.action in (Action.STOP_PLACING, Action.WAIT_EMPTY) and set(step.changes) & ending
+        ]
+        empties = f" (steps {numbers[0]}-{numbers[1]})" if len(numbers) > 1 else ""
+        return (
+            f"ENDS JOBS: {', '.join(e.path for e in self.ends_jobs)} ends every job still in the cluster when "
+            f"it is applied: the cluster is emptied first{empties}; then {text}, with -e gpucluster_end_jobs=true"
+        )
 
     def as_dict(self) -> dict[str, Any]:
         overall = self.overall
@@ -135,7 +156,7 @@ class Plan:
             "monitoring_targets": self.monitoring_targets,
             "overall": None
             if overall is None
-            else {"update": overall.name.lower(), "means": meaning(overall, self.release)},
+            else {"update": overall.name.lower(), "means": self.overall_means},
         }
 
 
@@ -151,8 +172,12 @@ def effective(update: Update, release: Release) -> Update:
     return update
 
 
-def meaning(update: Update, release: Release) -> str:
-    """What applying a policy means on the target release."""
+def meaning(update: Update, release: Release, ends_jobs: bool = False) -> str:
+    """What applying a policy means on the target release; `ends_jobs`: for a change that ends the
+    jobs still in the cluster (no word of jobs surviving then)."""
+    if ends_jobs:
+        does = str(effective(update, release).value).split(" (")[0]
+        return f"{does}, run with -e gpucluster_end_jobs=true: the jobs still in the cluster end (empty it first)"
     if update == Update.RECONFIGURE:
         how = (
             "slurmctld re-executes itself and keeps running on the old files if the new ones are bad"

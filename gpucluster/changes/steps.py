@@ -12,6 +12,7 @@ left (a service, files only, a rebuild). Nodes that change scheduler get the mov
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -25,9 +26,11 @@ from gpucluster.changes.moves import (
     lowered_quotas,
     lowers,
     moves,
+    partitions_of,
     quota_text,
     quotas_of,
     raises,
+    wait_bound,
 )
 from gpucluster.changes.playbooks import PROCEDURES
 from gpucluster.changes.procedures import Procedures
@@ -146,6 +149,8 @@ class Ordering:
     removed_kube: list[str]
     done: set[str] = field(default_factory=set)
     steps: list[Step] = field(default_factory=list)
+    # Each changed file's status (added, removed, changed).
+    status: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def start(cls, old: Cluster, new: Cluster, result: Plan, found: Procedures) -> Ordering:
@@ -172,6 +177,7 @@ class Ordering:
             removed_slurm=_hosts_of(changes, Owner.SLURM, added=False, cluster=old),
             removed_kube=_hosts_of(changes, Owner.KUBERNETES, added=False, cluster=old),
             done={c.path for c in move_changes},
+            status={f.path: f.status for f in result.files},
         )
 
     @property
@@ -221,7 +227,8 @@ def lower_quotas(o: Ordering) -> None:
 def nodes_stop_and_empty(o: Ordering) -> None:
     """Nodes leaving a scheduler stop taking work and empty: moves, and nodes removed outright."""
     for move, carried in o.leaving:
-        for action, text in leave_texts(move, o.new)[:2]:
+        bound = wait_bound(o.old, partitions_of(o.old, move.hosts))
+        for action, text in leave_texts(move, o.new, bound=bound)[:2]:
             o.steps.append(make_step(move.source, action, Update.MOVE, text, carried, move.hosts))
     for owner, removed, update, reason in (
         (Owner.SLURM, o.removed_slurm, effective(Update.NODE_LIST, o.release), "gpucluster: removed from the inventory"),
@@ -229,7 +236,8 @@ def nodes_stop_and_empty(o: Ordering) -> None:
     ):  # fmt: skip
         if removed:
             carried = [c for c in o.node_changes if set(c.hosts) & set(removed)]
-            for action, text in leave_texts(Move(tuple(removed), owner, owner), o.new, reason)[:2]:
+            bound = wait_bound(o.old, partitions_of(o.old, removed))
+            for action, text in leave_texts(Move(tuple(removed), owner, owner), o.new, reason, bound)[:2]:
                 o.steps.append(make_step(owner, action, update, text, carried, removed))
 
 
@@ -313,10 +321,22 @@ def slurm_files(o: Ordering) -> None:
     nodes_change = bool(o.removed_slurm or added or any(Owner.SLURM in (m.source, m.target) for m in o.moved))
     if not (slurm_changes or files or nodes_change):
         return
+    if o.result.upgrade is not None and not nodes_change:
+        _files_of_the_upgrade(o, files, slurm_changes)
+        return
     update = required_action(slurm_changes) or Update.RENDER_ONLY
     if nodes_change:
         update = max(update, effective(Update.NODE_LIST, o.release), key=SEVERITY.index)
-    text = slurm_apply_text(update, o.release, files, added, o.removed_slurm, o.found.apply_notes)
+    text = slurm_apply_text(
+        update,
+        o.release,
+        files,
+        added,
+        o.removed_slurm,
+        o.found.apply_notes,
+        bool(o.found.ends_jobs),
+        o.status,
+    )
     if claims:
         claimed = tuple(h for m in claims for h in m.hosts)
         carried = [*slurm_changes, *(c for c in o.move_changes if set(c.hosts) & set(claimed))]
@@ -331,6 +351,30 @@ def slurm_files(o: Ordering) -> None:
         o.steps.append(
             make_step(Owner.SLURM, Action.APPLY, update, text, slurm_changes, hosts, files, procedure="slurm")
         )
+
+
+def _files_of_the_upgrade(o: Ordering, files: list[str], carried: list[Change]) -> None:
+    """An upgrade installs the new release's files on every host at its step and restarts each daemon
+    once: the changes they carry are applied there, by no second restart. The primary's step (the
+    first to read them) carries them in the plan."""
+    for index, step in enumerate(o.steps):
+        if step.procedure == "upgrade:slurmctld":
+            o.steps[index] = dataclasses.replace(
+                step,
+                text=f"{step.text} (the new files, on every host at its step: {files_text(files, o.status)})",
+                changes=tuple(dict.fromkeys([*step.changes, *(c.path for c in carried)])),
+                files=tuple(files),
+            )
+            return
+
+
+def files_text(files: Iterable[str], status: dict[str, str]) -> str:
+    """`installs a, b; removes c`: what a step does with each file, as the plan found it."""
+    installs = [f for f in files if status.get(f) != "removed"]
+    removes = [f for f in files if status.get(f) == "removed"]
+    parts = [f"installs {', '.join(installs)}"] if installs else []
+    parts += [f"removes {', '.join(removes)}"] if removes else []
+    return "; ".join(parts) or "installs the Slurm configuration"
 
 
 def procedures_after(o: Ordering) -> None:
@@ -454,15 +498,17 @@ def slurm_apply_text(
     added: list[str],
     removed: list[str],
     notes: Iterable[str] = (),
+    ends_jobs: bool = False,
+    status: dict[str, str] | None = None,
 ) -> str:
     playbook = PROCEDURES["slurm"].playbook
-    parts = [f"{playbook} installs {', '.join(files) if files else 'the Slurm configuration'}"]
+    parts = [f"{playbook} {files_text(files, status or {})}"]
     if removed:
         parts.append(f"stops slurmd on {compress(removed)} (no longer in slurm.conf)")
     if added:
         parts.append(f"installs and starts slurmd on {compress(added)} (they come up idle)")
     parts += notes
-    parts.append("then " + meaning(update, release))
+    parts.append("then " + meaning(update, release, ends_jobs))
     return "; ".join(parts)
 
 

@@ -17,6 +17,7 @@ from gpucluster.changes.playbooks import PROCEDURES
 from gpucluster.hostlists import compress
 from gpucluster.model.base import Owner
 from gpucluster.model.releases import SlurmVersion, upgrade_refusal
+from gpucluster.slurm.containers import container_settings, pyxis_hosts
 
 if TYPE_CHECKING:
     from gpucluster.errors import Problem
@@ -102,6 +103,18 @@ class _Upgrading:
         self.compute = new.hosts_owned_by(Owner.SLURM)
         self.login = [h for h in slurm.login if h not in controllers]
         self.every = list(dict.fromkeys([*controllers, *self.dbd, *self.compute, *self.login]))
+        # What gpucluster builds against Slurm's headers (SPANK plugins: Pyxis) and where: a plugin
+        # built for the old release is refused by the new one's srun and slurmd.
+        self.spank = spank_plugins(new)
+        self.spank_hosts = set(pyxis_hosts(new)) if self.spank else set()
+
+
+def spank_plugins(cluster: Cluster) -> list[str]:
+    """The SPANK plugins gpucluster builds against the release's spank.h (cluster.slurm.containers)."""
+    settings = container_settings(cluster)
+    if settings is None or settings.pyxis is None:
+        return []
+    return [f"Pyxis {settings.pyxis.pyxis_version}"]
 
 
 def upgrade_of(old: Cluster, new: Cluster) -> Upgrade | None:
@@ -205,25 +218,68 @@ def _controller_steps(up: _Upgrading) -> list[UpgradeStep]:
                 "upgrade:slurmctld-backups-started",
             )
         )
+    controllers = [h for h in [up.primary, *up.backups] if h in up.spank_hosts]
+    if controllers:
+        steps.append(
+            _spank_step("controllers", controllers, up, "srun there loads them", "upgrade:spank-controllers")
+        )
     return steps
 
 
+def _spank_step(which: str, hosts: list[str], up: _Upgrading, why: str, procedure: str) -> UpgradeStep:
+    """The SPANK plugins gpucluster builds, rebuilt against the new release's headers."""
+    plugins = ", ".join(up.spank)
+    return UpgradeStep(
+        f"SPANK plugins ({which})",
+        tuple(hosts),
+        f"rebuild {plugins} against {up.target}'s spank.h (its libslurm-dev, upgraded with the packages) and "
+        f"install it in {up.target}'s plugin directory ({why}; a plugin built for the old release is refused)",
+        f"{plugins} built for {up.target}",
+        procedure,
+    )
+
+
 def _slurmd_steps(up: _Upgrading) -> list[UpgradeStep]:
-    """Every slurmd, a batch of nodes at a time (slurm.upgrade.batch_size)."""
+    """Every slurmd, a batch of nodes at a time (slurm.upgrade.batch_size); in each batch, the SPANK
+    plugins rebuilt for the new release between its packages and the restart of slurmd (which loads
+    them)."""
     groups = batches(up.compute, up.batch_size)
-    return [
-        UpgradeStep(
-            f"slurmd batch {number}/{len(groups)}",
-            tuple(batch),
-            "drain the nodes (no new job starts while their packages change), let the jobs ending there "
-            f"end, upgrade the packages to {up.target} while slurmd runs, install the new files, restart "
-            "slurmd (running jobs go on: slurmstepd is not restarted), resume the nodes this step drained",
-            f"every node of the batch registered with {up.target} and responding (within SlurmdTimeout, "
-            "past which slurmctld would set it DOWN)",
-            "upgrade:slurmd",
-        )
-        for number, batch in enumerate(groups, 1)
-    ]
+    steps = []
+    registered = (
+        f"every node of the batch registered with {up.target} and responding (within SlurmdTimeout, "
+        "past which slurmctld would set it DOWN)"
+    )
+    drain = (
+        "drain the nodes (no new job starts while their packages change), let the jobs ending there "
+        f"end, upgrade the packages to {up.target} while slurmd runs, install the new files"
+    )
+    restart = (
+        "restart slurmd (running jobs go on: slurmstepd is not restarted), resume the nodes this step drained"
+    )
+    for number, batch in enumerate(groups, 1):
+        name = f"slurmd batch {number}/{len(groups)}"
+        spank = [h for h in batch if h in up.spank_hosts]
+        if not spank:
+            steps.append(UpgradeStep(name, tuple(batch), f"{drain}, {restart}", registered, "upgrade:slurmd"))
+            continue
+        steps += [
+            UpgradeStep(
+                name,
+                tuple(batch),
+                f"{drain} (slurmd not restarted yet)",
+                "the packages and files installed",
+                "upgrade:slurmd",
+            ),
+            _spank_step(
+                f"batch {number}/{len(groups)}",
+                spank,
+                up,
+                "slurmd loads them when it starts",
+                "upgrade:spank",
+            ),
+            UpgradeStep(f"{name} restarted", tuple(batch), restart, registered, "upgrade:slurmd-restart"),
+        ]
+    return steps
 
 
 def _last_steps(up: _Upgrading) -> list[UpgradeStep]:
@@ -239,6 +295,11 @@ def _last_steps(up: _Upgrading) -> list[UpgradeStep]:
                 "upgrade:login",
             )
         )
+        login = [h for h in up.login if h in up.spank_hosts]
+        if login:
+            steps.append(
+                _spank_step("login hosts", login, up, "srun there loads them", "upgrade:spank-login")
+            )
     steps.append(
         UpgradeStep(
             "verify",

@@ -43,11 +43,19 @@ def check_controllers(r: Resolution) -> None:
     """Controllers that are hosts of the inventory, each once, sharing their state when several."""
     slurm = r.spec.slurm
     for index, host in enumerate(slurm.controller):
-        if host not in r.inv.hostvars:
+        if host in r.group_names:
+            hosts = r.inv.members(host)
+            r.fail(
+                ["slurm", "controller", index],
+                f"`{host}` is a group of {r.inv.hosts_file.file}: name the controllers themselves, the "
+                f"primary first (e.g. `controller: [{', '.join(hosts[:2]) or 'ctl01, ctl02'}]`)",
+            )
+        elif host not in r.inv.hostvars:
             r.fail(
                 ["slurm", "controller", index],
                 f"controller `{host}` is not a host of {r.inv.hosts_file.file}",
             )
+    _one_controller_of_a_group(r)
     if len(set(slurm.controller)) != len(slurm.controller):
         r.fail(["slurm", "controller"], "a controller is listed twice")
     elif len(slurm.controller) > 1 and slurm.state_save_location is None:
@@ -60,11 +68,39 @@ def check_controllers(r: Resolution) -> None:
         )
 
 
-def check_roles(r: Resolution) -> None:
-    """Every host of hosts.yml has a part in cluster.yml: a host in none is a mistake (a group
-    left out of cluster.nodes, a misspelt controller) that would otherwise pass unnoticed."""
+def _one_controller_of_a_group(r: Resolution) -> None:
+    """`controller: ctl01`, one name where hosts.yml groups ctl01 with hosts that have no part in
+    Slurm: the others were meant as backups (a list names them; a single name makes no backup)."""
     slurm = r.spec.slurm
+    raw = r.file.data.get("cluster", {}).get("slurm", {}) if isinstance(r.file.data, dict) else {}
+    if not isinstance(raw, dict) or not isinstance(raw.get("controller"), str) or len(slurm.controller) != 1:
+        return
+    primary = slurm.controller[0]
+    roles = {*r.cluster.node_type_of, *slurm.login, primary}
+    if slurm.accounting is not None:
+        roles.add(slurm.accounting.host)
+    for group, hosts in sorted(r.inv.group_hosts.items()):
+        idle = [h for h in hosts if h not in roles] if primary in hosts else []
+        if idle:
+            r.fail(
+                ["slurm", "controller"],
+                f"one controller, `{primary}`, where {r.inv.hosts_file.file} groups it in `{group}` with "
+                f"{', '.join(idle)}, which Slurm gives no part: to make {'it a backup' if len(idle) == 1 else 'them backups'}, "
+                f"list {'it' if len(idle) == 1 else 'them'} after the primary (`controller: [{', '.join([primary, *idle])}]`), "
+                f"or write `controller: [{primary}]` to run no backup",
+            )
+            return
+
+
+def check_roles(r: Resolution, layer_parts: dict[str, set[str]] | None = None) -> None:
+    """Every host of hosts.yml has a part in cluster.yml: a host in none is a mistake (a group
+    left out of cluster.nodes, a misspelt controller) that would otherwise pass unnoticed.
+    `layer_parts`: the hosts each layer's section gives a part (the monitoring host), by what it is."""
+    slurm = r.spec.slurm
+    parts = layer_parts or {}
     used = set(r.cluster.node_type_of) | set(slurm.controller) | set(slurm.login)
+    for given in parts.values():
+        used |= given
     used |= {slurm.accounting.host} if slurm.accounting else set()
     used |= {slurm.rest_api.host} if slurm.rest_api else set()
     for fs in r.spec.storage:
@@ -80,8 +116,8 @@ def check_roles(r: Resolution) -> None:
             r.inv.hosts_file.problem(
                 path,
                 f"{which} no part in {r.file.file}: in no group of cluster.nodes, and no "
-                "controller, login, accounting, REST API or storage host (give them one, or "
-                "remove them)",
+                f"controller, login, accounting, REST API{''.join(f', {what}' for what in sorted(parts))} or "
+                "storage host (give them one, or remove them)",
             )
         )
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, StrictBool
 
 from gpucluster.model.base import NAME_RE, Strict, Update, spec
 
@@ -72,23 +72,23 @@ class PoolSettings(Strict):
         "Zone of the pools; default: the first of cloud.zones.", Update.REBUILD, default=None
     )
     capacity: Capacity = spec("Capacity type and reservation.", Update.REBUILD, default_factory=Capacity)
-    placement: bool = spec(
+    placement: StrictBool = spec(
         "Pack each pool close together: AWS cluster placement group, GCP COMPACT placement policy, "
         "Azure proximity placement group, Nebius GPU cluster on the InfiniBand fabric.",
         Update.REBUILD,
         default=True,
     )
-    efa: bool = spec(
+    efa: StrictBool = spec(
         "AWS: attach every EFA network card of the instance (ignored on other clouds).",
         Update.REBUILD,
         default=True,
     )
-    training: bool = spec(
+    training: StrictBool = spec(
         "Pools run long training jobs: the guardrails then refuse cloud-driven auto-upgrades.",
         Update.RENDER_ONLY,
         default=True,
     )
-    auto_upgrade: bool = spec(
+    auto_upgrade: StrictBool = spec(
         "Let the cloud upgrade/replace nodes of these pools on its own schedule.",
         Update.REBUILD,
         default=False,

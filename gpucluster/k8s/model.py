@@ -4,7 +4,7 @@ GPUs are handed to pods. One model with the Slurm side: tenants, node types and 
 
 from typing import TYPE_CHECKING, Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, StrictBool
 
 from gpucluster.model.base import Strict, Update, spec
 
@@ -131,7 +131,7 @@ class RegistryMirror(Strict):
 
 
 class CertManagerSettings(Strict):
-    enabled: bool = spec(
+    enabled: StrictBool = spec(
         "Install cert-manager (Slinky and Soperator need it; skip if the cluster already runs one).",
         Update.KUBERNETES,
         default=True,
@@ -139,7 +139,7 @@ class CertManagerSettings(Strict):
 
 
 class GpuOperatorSettings(Strict):
-    enabled: bool = spec("Install the NVIDIA GPU Operator.", Update.KUBERNETES, default=True)
+    enabled: StrictBool = spec("Install the NVIDIA GPU Operator.", Update.KUBERNETES, default=True)
     driver: Literal["operator", "host", "cloud"] = spec(
         "Who owns the GPU driver: the operator's driver container, the host image, or the cloud "
         "(GKE/managed pools); `host`/`cloud` set driver.enabled=false.",
@@ -151,7 +151,7 @@ class GpuOperatorSettings(Strict):
         Update.KUBERNETES,
         default=None,
     )
-    toolkit: bool = spec(
+    toolkit: StrictBool = spec(
         "Install the NVIDIA Container Toolkit (false where the node image ships it).",
         Update.KUBERNETES,
         default=True,
@@ -159,12 +159,12 @@ class GpuOperatorSettings(Strict):
     mig_strategy: Literal["none", "single", "mixed"] = spec(
         "How MIG devices are exposed (device plugin only).", Update.KUBERNETES, default="none"
     )
-    nfd: bool = spec(
+    nfd: StrictBool = spec(
         "Deploy Node Feature Discovery with the GPU Operator (only one NFD per cluster).",
         Update.KUBERNETES,
         default=True,
     )
-    dcgm_service_monitor: bool = spec(
+    dcgm_service_monitor: StrictBool = spec(
         "Create a Prometheus ServiceMonitor for dcgm-exporter (needs the Prometheus Operator CRDs).",
         Update.KUBERNETES,
         default=False,
@@ -172,8 +172,8 @@ class GpuOperatorSettings(Strict):
 
 
 class DraSettings(Strict):
-    enabled: bool = spec("Install the DRA driver for NVIDIA GPUs.", Update.KUBERNETES, default=False)
-    compute_domains: bool = spec(
+    enabled: StrictBool = spec("Install the DRA driver for NVIDIA GPUs.", Update.KUBERNETES, default=False)
+    compute_domains: StrictBool = spec(
         "Enable ComputeDomains (multi-node NVLink, IMEX) and create one per NVLink block.",
         Update.KUBERNETES,
         default=False,
@@ -187,7 +187,7 @@ class DraSettings(Strict):
 
 
 class KueueSettings(Strict):
-    enabled: bool = spec(
+    enabled: StrictBool = spec(
         "Install Kueue and create flavors/queues from node types and tenants.",
         Update.KUBERNETES,
         default=True,
@@ -195,7 +195,7 @@ class KueueSettings(Strict):
     cohort: Annotated[str, Field(pattern=DNS_LABEL)] = spec(
         "Root Cohort that top-level tenants' ClusterQueues share.", Update.KUBERNETES, default="gpucluster"
     )
-    wait_for_pods_ready: bool = spec(
+    wait_for_pods_ready: StrictBool = spec(
         "All-or-nothing admission (waitForPodsReady) for gang workloads.", Update.KUBERNETES, default=True
     )
     integrations: list[
@@ -228,7 +228,7 @@ class KueueSettings(Strict):
 
 
 class KaiSettings(Strict):
-    enabled: bool = spec(
+    enabled: StrictBool = spec(
         "Install the KAI Scheduler as the gang scheduler of the Kubernetes-owned GPU nodes and create "
         "its queues from tenants (not with Volcano: one gang scheduler).",
         Update.KUBERNETES,
@@ -240,7 +240,7 @@ class KaiSettings(Strict):
 
 
 class VolcanoSettings(Strict):
-    enabled: bool = spec(
+    enabled: StrictBool = spec(
         "Install Volcano as the gang scheduler of the Kubernetes-owned GPU nodes: tenants' queues, the "
         "fabric as HyperNodes, every pod of a tenant namespace scheduled by Volcano (not with KAI: one "
         "gang scheduler).",
@@ -253,14 +253,14 @@ class VolcanoSettings(Strict):
         Update.KUBERNETES,
         default="gpucluster",
     )
-    reserve_quota: bool = spec(
+    reserve_quota: StrictBool = spec(
         "Each tenant's quota is also its queue's `guarantee`: reserved, never lent to another tenant "
         "even while idle (a limit above the quota then borrows only GPUs no tenant is guaranteed). "
         "false: the quota is `deserved` only, lent while idle and reclaimed, as with Kueue and KAI.",
         Update.KUBERNETES,
         default=False,
     )
-    network_topology: bool = spec(
+    network_topology: StrictBool = spec(
         "Network-topology-aware placement: the fabric tree and NVLink blocks of the Kubernetes-owned "
         "nodes as HyperNodes, and the scheduler's network-topology-aware plugin.",
         Update.KUBERNETES,
@@ -269,12 +269,12 @@ class VolcanoSettings(Strict):
 
 
 class NetworkOperatorSettings(Strict):
-    enabled: bool = spec(
+    enabled: StrictBool = spec(
         "Install the NVIDIA Network Operator and a NicClusterPolicy (InfiniBand/RoCE RDMA).",
         Update.KUBERNETES,
         default=False,
     )
-    nfd: bool = spec(
+    nfd: StrictBool = spec(
         "Deploy NFD with the Network Operator (only one NFD per cluster; the GPU Operator's is the usual one).",
         Update.KUBERNETES,
         default=False,
@@ -313,7 +313,7 @@ class TenantRbac(Strict):
         Update.KUBERNETES,
         default="",
     )
-    bind_users: bool = spec(
+    bind_users: StrictBool = spec(
         "Also bind each of the tenant's `users` by name (`<user_prefix><user>`), for clusters whose "
         "authentication gives no group per tenant.",
         Update.KUBERNETES,
@@ -333,7 +333,7 @@ class SlurmOnKubernetes(Strict):
     namespace: Annotated[str, Field(pattern=DNS_LABEL)] = spec(
         "Namespace of the Slurm cluster.", Update.KUBERNETES, default="slurm"
     )
-    accounting: bool = spec(
+    accounting: StrictBool = spec(
         "Run slurmdbd (Slinky needs a MariaDB reachable at `database_host`).",
         Update.KUBERNETES,
         default=False,
@@ -373,7 +373,7 @@ class KubernetesSpec(Strict):
     registry_mirror: RegistryMirror | None = spec(
         "Registry mirror for air-gapped sites.", Update.KUBERNETES, default=None
     )
-    prometheus_operator: bool = spec(
+    prometheus_operator: StrictBool = spec(
         "A Prometheus Operator runs in the cluster (its ServiceMonitor CRD exists): the GPU Operator's "
         "dcgm-exporter and Kueue's metrics get their ServiceMonitors.",
         Update.KUBERNETES,
@@ -384,7 +384,7 @@ class KubernetesSpec(Strict):
         Update.KUBERNETES,
         default="device-plugin",
     )
-    gpu_taint: bool = spec(
+    gpu_taint: StrictBool = spec(
         "GPU nodes carry the `nvidia.com/gpu=present:NoSchedule` taint: cloud pools are created with it, "
         "and gpu_workloads puts it on every GPU node of the inventory (bare metal too), so only pods that "
         "tolerate it land there (Kueue flavors, Volcano's tenant resource group, NodeSets and the node "

@@ -93,12 +93,15 @@ def blocks_nest_in_leaves(cluster: Cluster) -> bool:
 def topology_levels(cluster: Cluster) -> list[str]:
     """Node labels from the widest level to the narrowest, hostname last (Kueue/KAI Topology levels).
 
-    Switch tiers come first, then the NVLink block when blocks nest inside leaf switches. When they
-    do not nest, only the kind Slurm uses by default is kept, so every level refines the one above.
+    Switch tiers come first, then the NVLink block when blocks nest inside leaf switches and every
+    node is in one. When they do not nest, only the kind Slurm uses by default is kept, so every level
+    refines the one above.
     """
     depth = tree_depth(cluster)
     tree = [fabric_label(h) for h in reversed(range(depth))]
-    block = [BLOCK_LABEL] if cluster.blocks else []
+    # A level every node carries: a node without the block label (in no NVLink domain) would be
+    # left out of the topology-aware placement of the whole scheduler.
+    block = [BLOCK_LABEL] if cluster.blocks and set(cluster.node_type_of) <= set(cluster.block_of) else []
     if tree and block and not blocks_nest_in_leaves(cluster):
         prefers_tree = cluster.spec.fabric.default == "tree"
         levels = tree if prefers_tree else block

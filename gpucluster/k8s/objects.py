@@ -39,9 +39,8 @@ from gpucluster.k8s.owners import (
     scheduler_tenants,
     slurm_pods_view,
 )
-from gpucluster.model.cluster import Cluster
-from gpucluster.model.spec import Owner, Tenant
-from gpucluster.slurm.render import BLOCK_TOPOLOGY, TREE_TOPOLOGY
+from gpucluster.model.cluster import Cluster, topology_of_block
+from gpucluster.model.spec import TREE_TOPOLOGY, Owner, Tenant
 
 Obj = dict[str, Any]
 
@@ -55,7 +54,6 @@ GPU_DRIVER = "gpu.nvidia.com"
 
 # Names the Slurm renderer gives its topologies in topology.yaml (gpucluster/templates/slurm/topology.yaml.j2).
 SLURM_TREE_TOPOLOGY = TREE_TOPOLOGY
-SLURM_BLOCK_TOPOLOGY = BLOCK_TOPOLOGY
 
 
 def _meta(name: str, namespace: str | None = None, **extra: Any) -> Obj:
@@ -125,7 +123,8 @@ def slinky_topology_spec(cluster: Cluster, host: str) -> str | None:
     block, both defined in topology.yaml (an unknown one is refused)."""
     parts = []
     if host in cluster.block_of:
-        parts.append(f"{SLURM_BLOCK_TOPOLOGY}:{cluster.block_of[host]}")
+        block = cluster.block_of[host]
+        parts.append(f"{topology_of_block(cluster)[block]}:{block}")
     if host in cluster.switch_path:
         parts.append(f"{SLURM_TREE_TOPOLOGY}:{cluster.switch_path[host][-1]}")
     return ",".join(parts) or None

@@ -13,6 +13,12 @@ NAME_RE = r"^[A-Za-z][A-Za-z0-9_.-]*$"
 # A time as Slurm reads it (parse_time.c time_str2secs): minutes, M:S, H:M:S, D-H, D-H:M, D-H:M:S
 # (fields of any number of digits), or UNLIMITED, INFINITE, -1, in any case.
 SLURM_TIME_RE = re.compile(r"^(UNLIMITED|INFINITE|-1|\d+(:\d+){0,2}|\d+-\d+(:\d+){0,2})$", re.IGNORECASE)
+# The largest numbers Slurm's parser keeps for its integer types (the two above are its NO_VAL and
+# INFINITE): a number past them would be read as another value, or refused, by the daemons.
+UINT16_MAX = 0xFFFF - 2
+UINT32_MAX = 0xFFFFFFFF - 2
+# Memory in MiB: 1 EiB, above any node and far below the 64 bits where Slurm keeps it.
+MEMORY_MB_MAX = 2**40
 
 
 class Owner(StrEnum):

@@ -13,7 +13,15 @@ import hostlist
 from gpucluster.inventory import Inventory
 from gpucluster.model.base import Owner
 from gpucluster.model.releases import Release, SlurmVersion
-from gpucluster.model.spec import ClusterSpec, GpuQuota, NodeType, Tenant
+from gpucluster.model.spec import (
+    BLOCK_TOPOLOGY,
+    FLAT_TOPOLOGY,
+    TREE_TOPOLOGY,
+    ClusterSpec,
+    GpuQuota,
+    NodeType,
+    Tenant,
+)
 
 # Built without validating: validating it would build GpuQuota's validator at import time, which
 # every command pays for (the models' validators are built on first use).
@@ -118,11 +126,23 @@ class Cluster:
         by_name = {s.name: s for s in self.switches}
 
         def has_hosts(name: str) -> bool:
-            if name not in below:
-                switch = by_name[name]
-                below[name] = any(h in keep for h in switch.nodes) or any(
-                    has_hosts(c) for c in switch.switches
+            """Whether the switch has some of the hosts below it (without recursion: a switch tree
+            may be a chain thousands of switches long)."""
+            stack = [name]
+            while stack:
+                current = stack[-1]
+                if current in below:
+                    stack.pop()
+                    continue
+                children = [c for c in by_name[current].switches if c not in below]
+                if children:
+                    stack.extend(children)
+                    continue
+                switch = by_name[current]
+                below[current] = any(h in keep for h in switch.nodes) or any(
+                    below[c] for c in switch.switches
                 )
+                stack.pop()
             return below[name]
 
         switches = [
@@ -158,6 +178,55 @@ class Cluster:
             },
             domain=owner,
         )
+
+
+# --- Slurm's topologies (topology.yaml from 25.05; one of them in topology.conf before) -------------
+
+
+def block_topologies(cluster: Cluster) -> dict[str, list[str]]:
+    """Topology name -> its blocks (those of `cluster`, a view keeps its own): each set of
+    fabric.block_sets, or every block as BLOCK_TOPOLOGY."""
+    sets = cluster.spec.fabric.block_sets
+    if not sets:
+        return {BLOCK_TOPOLOGY: sorted(cluster.blocks)} if cluster.blocks else {}
+    found = {name: [b for b in s.blocks if b in cluster.blocks] for name, s in sets.items()}
+    return {name: blocks for name, blocks in found.items() if blocks}
+
+
+def topology_of_block(cluster: Cluster) -> dict[str, str]:
+    """Block -> the name of the block topology holding it."""
+    return {block: name for name, blocks in block_topologies(cluster).items() for block in blocks}
+
+
+def topology_names(cluster: Cluster) -> list[str]:
+    """The topologies a partition may name (FLAT_TOPOLOGY always: it needs nothing)."""
+    tree = [TREE_TOPOLOGY] if cluster.switches else []
+    return [*block_topologies(cluster), *tree, FLAT_TOPOLOGY]
+
+
+def default_topology(cluster: Cluster) -> str | None:
+    """The topology a job is placed by when its partition names none: fabric.default where `cluster`
+    has it, else the blocks if any, else the tree; None when there is no topology."""
+    blocks = list(block_topologies(cluster))
+    chosen = cluster.spec.fabric.default
+    wanted = {"tree": [TREE_TOPOLOGY], "block": blocks[:1], FLAT_TOPOLOGY: [FLAT_TOPOLOGY]}.get(
+        chosen, [chosen]
+    )
+    present = [*blocks, *([TREE_TOPOLOGY] if cluster.switches else []), FLAT_TOPOLOGY]
+    for name in wanted:
+        if name in present:
+            return name
+    return next(iter([*blocks, *([TREE_TOPOLOGY] if cluster.switches else [])]), None)
+
+
+def topology_hosts(cluster: Cluster, name: str) -> set[str] | None:
+    """The hosts a topology places jobs on (None: any host, the flat topology)."""
+    if name == FLAT_TOPOLOGY:
+        return None
+    if name == TREE_TOPOLOGY:
+        return set(cluster.switch_path)
+    blocks = block_topologies(cluster).get(name, [])
+    return {host for block in blocks for host in cluster.blocks[block]}
 
 
 GPU_DEVICE_RE = re.compile(r"/dev/nvidia(0|[1-9][0-9]*)")

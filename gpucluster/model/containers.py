@@ -8,7 +8,7 @@ Only the settings live here; gpucluster.slurm.containers renders them.
 import re
 from typing import Annotated
 
-from pydantic import Field, field_validator
+from pydantic import Field, StrictBool, field_validator
 
 from gpucluster.model.base import NAME_RE, Strict, Update, spec
 
@@ -95,13 +95,13 @@ class PyxisEnroot(Strict):
         Update.RENDER_ONLY,
         default="/var/lib/enroot/data/user-$(id -u)",
     )
-    writable: bool = spec(
+    writable: StrictBool = spec(
         "Containers are writable unless a job asks `--container-readonly` (ENROOT_ROOTFS_WRITABLE); "
         "upstream's default is read-only.",
         Update.RENDER_ONLY,
         default=False,
     )
-    remap_root: bool = spec(
+    remap_root: StrictBool = spec(
         "Users are root inside their containers unless a job asks `--no-container-remap-root` "
         "(ENROOT_REMAP_ROOT; no privilege outside the container).",
         Update.RENDER_ONLY,
@@ -140,7 +140,7 @@ class PyxisEnroot(Strict):
 class ContainerSettings(Strict):
     """Containers in jobs on the nodes of this cluster."""
 
-    oci: bool = spec(
+    oci: StrictBool = spec(
         "Slurm's OCI support: oci.conf for Debian's crun run rootless, so `srun --container=BUNDLE` "
         "and `sbatch --container=BUNDLE` run an OCI bundle as the job's user (crun installed on the "
         "node types below; /run/user/<uid> made for each job's user).",

@@ -6,9 +6,10 @@ when `driver.source` is `none` (the site or the host image owns the driver).
 No `from __future__ import annotations`: gpucluster.model.spec imports this at start-up (pydantic).
 """
 
+import re
 from typing import Annotated, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, StrictBool, model_validator
 
 from gpucluster.model.base import Strict, Update, spec
 
@@ -72,7 +73,7 @@ class DriverSettings(Strict):
         Update.NODE_SOFTWARE,
         default="auto",
     )
-    persistenced: bool = spec(
+    persistenced: StrictBool = spec(
         "Install and enable nvidia-persistenced (keeps the driver initialised between jobs).",
         Update.NODE_SOFTWARE,
         default=True,
@@ -80,6 +81,13 @@ class DriverSettings(Strict):
     repository: NvidiaRepository | None = spec(
         "NVIDIA's CUDA repository; required with source `nvidia`.", Update.NODE_SOFTWARE, default=None
     )
+
+
+# One NVLink domain of an NVL72 system (GB200 and GB300 NVL72): 18 compute trays of 4 GPUs, 72 GPUs.
+NVL72_TRAYS = 18
+NVL72_GPUS_PER_TRAY = 4
+# GPU types (Gres names) that come only as NVL72 compute trays, whatever the node software says.
+NVL72_GPU_MODEL = re.compile(r"^gb[23]00", re.IGNORECASE)
 
 
 class NodeSoftware(Strict):
@@ -101,7 +109,7 @@ class NodeSoftware(Strict):
         Update.NODE_SOFTWARE,
         default="none",
     )
-    dcgm: bool | None = spec(
+    dcgm: StrictBool | None = spec(
         "Install DCGM (datacenter-gpu-manager-4 for the driver's CUDA major) and run nv-hostengine "
         "(the health check's `dcgmi diag`). Default: on with source `nvidia`; DCGM is not in Debian.",
         Update.NODE_SOFTWARE,
@@ -119,7 +127,7 @@ class NodeSoftware(Strict):
         Update.NODE_SOFTWARE,
         default=None,
     )
-    container_toolkit: bool = spec(
+    container_toolkit: StrictBool = spec(
         "Install the NVIDIA container toolkit (GPU hooks and CDI specs for container runtimes: "
         "Slurm's OCI support, enroot, containerd). From NVIDIA's repository.",
         Update.NODE_SOFTWARE,

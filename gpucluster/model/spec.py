@@ -10,9 +10,20 @@ every annotation string when the classes are built, at the start of every comman
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import BeforeValidator, ConfigDict, Field, StrictBool, field_validator, model_validator
 
-from gpucluster.model.base import NAME_RE, SLURM_TIME_RE, NameList, Owner, Strict, Update, spec
+from gpucluster.model.base import (
+    MEMORY_MB_MAX,
+    NAME_RE,
+    SLURM_TIME_RE,
+    UINT16_MAX,
+    UINT32_MAX,
+    NameList,
+    Owner,
+    Strict,
+    Update,
+    spec,
+)
 from gpucluster.model.containers import ContainerSettings
 from gpucluster.model.nodesoftware import NodeSoftware
 from gpucluster.model.releases import RELEASES, Release, SlurmVersion, known_text, release
@@ -84,7 +95,7 @@ class GpuSpec(Strict):
         Update.RESTART,
         default=None,
     )
-    memory_gb: Annotated[int, Field(ge=1)] | None = spec(
+    memory_gb: Annotated[int, Field(ge=1, le=2**20)] | None = spec(
         "Memory per GPU in GB (used for cloud pool checks and Kubernetes device selectors).",
         Update.RENDER_ONLY,
         default=None,
@@ -101,25 +112,25 @@ def _unique(values: list[Any]) -> list[Any]:
 class NodeHealth(Strict):
     """What gpucluster-healthcheck checks on the nodes of one node type (with cluster.slurm.health)."""
 
-    gpu_count: bool = spec(
+    gpu_count: StrictBool = spec(
         "Drain a node with fewer GPUs than gpus.count (`nvidia-smi -L` when installed, else the "
         "declared device files). Also the Prolog's check, so no job starts on a node that lost a GPU.",
         Update.RENDER_ONLY,
         default=True,
     )
-    xid: bool = spec(
+    xid: StrictBool = spec(
         "Drain a node whose kernel log (/dev/kmsg, when readable) shows a fatal XID error "
         "(cluster.slurm.health.xid_fatal) since the last run; it stays drained until the node "
         "reboots or `gpucluster-healthcheck --clear-xid` after a GPU reset.",
         Update.RENDER_ONLY,
         default=True,
     )
-    dcgm: bool = spec(
+    dcgm: StrictBool = spec(
         "Drain a node where `dcgmi diag -r 1` fails (only where DCGM is installed).",
         Update.RENDER_ONLY,
         default=True,
     )
-    ecc: bool = spec(
+    ecc: StrictBool = spec(
         "Drain a node with uncorrected volatile ECC errors, pages pending retirement, or row "
         "remapping pending or failed (nvidia-smi, when installed).",
         Update.RENDER_ONLY,
@@ -144,39 +155,39 @@ class NodeHealth(Strict):
 
 
 class NodeType(Strict):
-    sockets: Annotated[int, Field(ge=1)] | None = spec(
+    sockets: Annotated[int, Field(ge=1, le=UINT16_MAX)] | None = spec(
         "CPU sockets per node (SocketsPerBoard, one board). With cores_per_socket; or leave both out "
         "and give only `cpus`, as Slurm allows.",
         Update.RESTART,
         default=None,
     )
-    cores_per_socket: Annotated[int, Field(ge=1)] | None = spec(
+    cores_per_socket: Annotated[int, Field(ge=1, le=UINT16_MAX)] | None = spec(
         "Physical cores per socket (CoresPerSocket).", Update.RESTART, default=None
     )
     threads_per_core: Annotated[int, Field(ge=1, le=8)] = spec(
         "Hardware threads per core.", Update.RESTART, default=1
     )
-    cpus: Annotated[int, Field(ge=1)] | None = spec(
+    cpus: Annotated[int, Field(ge=1, le=UINT16_MAX)] | None = spec(
         "CPUs= (the CPUs Slurm schedules). Default: sockets x cores_per_socket x threads_per_core. "
         "Alone, without sockets and cores_per_socket, it is all Slurm is told (it then counts each "
         "CPU as a socket of one core).",
         Update.RESTART,
         default=None,
     )
-    memory_mb: Annotated[int, Field(ge=1)] | None = spec(
+    memory_mb: Annotated[int, Field(ge=1, le=MEMORY_MB_MAX)] | None = spec(
         "Memory Slurm may schedule (RealMemory), MiB. Omit to leave RealMemory unset (Slurm then "
         "counts 1 MiB per node: only jobs that ask for no memory fit, unless memory is not a "
         "consumable resource, SelectTypeParameters without _Memory).",
         Update.RESTART,
         default=None,
     )
-    tmp_disk_mb: Annotated[int, Field(ge=0)] | None = spec(
+    tmp_disk_mb: Annotated[int, Field(ge=0, le=UINT32_MAX)] | None = spec(
         "TmpDisk: MiB of TmpFS (default /tmp) per node.", Update.RESTART, default=None
     )
-    mem_spec_limit_mb: Annotated[int, Field(ge=1)] | None = spec(
+    mem_spec_limit_mb: Annotated[int, Field(ge=1, le=MEMORY_MB_MAX)] | None = spec(
         "MemSpecLimit: MiB kept from jobs for the system (slurmd, the OS).", Update.RESTART, default=None
     )
-    core_spec_count: Annotated[int, Field(ge=1)] | None = spec(
+    core_spec_count: Annotated[int, Field(ge=1, le=UINT16_MAX)] | None = spec(
         "CoreSpecCount: cores kept from jobs for the system.", Update.RESTART, default=None
     )
     cpu_spec_list: Annotated[str, Field(pattern=r"^\d+(-\d+)?(,\d+(-\d+)?)*$")] | None = spec(
@@ -192,7 +203,7 @@ class NodeType(Strict):
         Update.RECONFIGURE,
         default_factory=list,
     )
-    weight: Annotated[int, Field(ge=1)] | None = spec(
+    weight: Annotated[int, Field(ge=1, le=UINT32_MAX)] | None = spec(
         "Slurm scheduling weight; lower is preferred.", Update.RECONFIGURE, default=None
     )
     instance_type: str | None = spec(
@@ -258,7 +269,7 @@ class NodeGroup(Strict):
         Update.MOVE,
         default=None,
     )
-    memory_mb: Annotated[int, Field(ge=1)] | None = spec(
+    memory_mb: Annotated[int, Field(ge=1, le=MEMORY_MB_MAX)] | None = spec(
         "RealMemory of these hosts (MiB) where it differs from their node type's.",
         Update.RESTART,
         default=None,
@@ -266,7 +277,7 @@ class NodeGroup(Strict):
     features: list[Annotated[str, Field(pattern=NAME_RE)]] | None = spec(
         "Slurm features of these hosts instead of their node type's.", Update.RECONFIGURE, default=None
     )
-    weight: Annotated[int, Field(ge=1)] | None = spec(
+    weight: Annotated[int, Field(ge=1, le=UINT32_MAX)] | None = spec(
         "Scheduling weight of these hosts instead of their node type's.", Update.RECONFIGURE, default=None
     )
     gpus: GpuSpec | None = spec(
@@ -294,29 +305,65 @@ class NodeGroup(Strict):
         return {key: value for key, value in given.items() if value is not None}
 
 
+# The names of Slurm's topologies in topology.yaml (25.05+): what a partition's `topology` and
+# `fabric.default` name, and what Slurm on Kubernetes places its dynamic nodes by.
+TREE_TOPOLOGY = "fabric-tree"  # cluster.fabric.tree
+BLOCK_TOPOLOGY = "nvlink-blocks"  # cluster.fabric.blocks, when no block_sets group them
+FLAT_TOPOLOGY = "flat"  # no topology: jobs placed without regard to the fabric
+RESERVED_TOPOLOGIES = (TREE_TOPOLOGY, BLOCK_TOPOLOGY, FLAT_TOPOLOGY)
+
+
+class BlockSet(Strict):
+    blocks: list[str] = spec(
+        "Blocks of cluster.fabric.blocks in this set: one topology/block of Slurm's topology.yaml.",
+        Update.RECONFIGURE,
+        min_length=1,
+    )
+    block_sizes: list[Annotated[int, Field(ge=1, le=UINT32_MAX)]] = spec(
+        "Its BlockSizes: the base block size and larger aggregates (each a power-of-two multiple of "
+        "the one before). Default: its smallest block.",
+        Update.RECONFIGURE,
+        default_factory=list,
+    )
+
+
 class Fabric(Strict):
     tree: dict[str, list[str]] = spec(
-        "Switch -> children. Children are switches, or inventory hosts/groups for leaf switches.",
+        "Switch -> children. Children are switches, or inventory hosts/groups for leaf switches. "
+        f"Slurm's topology `{TREE_TOPOLOGY}`.",
         Update.RECONFIGURE,
         default_factory=dict,
     )
     blocks: dict[str, list[str]] = spec(
-        "NVLink domain (block) -> inventory hosts/groups. Needs Slurm >= 23.11 (topology/block).",
+        "NVLink domain (block) -> inventory hosts/groups: only the hosts that are in one (a GB200 NVL72 "
+        "rack of 18 trays; not HGX or PCIe nodes, nor the Kubernetes hosts outside any). Needs Slurm "
+        f">= 24.05 (topology/block with BlockSizes). Slurm's topology `{BLOCK_TOPOLOGY}` (or those of "
+        "block_sets).",
         Update.RECONFIGURE,
         default_factory=dict,
     )
-    block_sizes: list[Annotated[int, Field(ge=1)]] = spec(
-        "Slurm BlockSizes: the base block size and larger aggregates (each a power-of-two multiple). "
-        "Default: the smallest block.",
+    block_sizes: list[Annotated[int, Field(ge=1, le=UINT32_MAX)]] = spec(
+        "Slurm BlockSizes of the blocks: the base block size and larger aggregates (each a power-of-two "
+        "multiple). Default: the smallest block. With block_sets, each set has its own.",
         Update.RECONFIGURE,
         default_factory=list,
     )
-    default: Literal["auto", "tree", "block"] = spec(
-        "Which topology Slurm uses by default when both a tree and blocks exist (auto: block if present).",
+    block_sets: dict[Annotated[str, Field(pattern=NAME_RE)], BlockSet] = spec(
+        "Slurm >= 25.05: the blocks grouped into block topologies of their own, each with its own "
+        "BlockSizes (NVL72 racks of 18 trays beside NVL36 racks of 9), each named by its key. Every "
+        f"block in one set; the key may not be {', '.join(RESERVED_TOPOLOGIES)}.",
+        Update.RECONFIGURE,
+        default_factory=dict,
+    )
+    default: Annotated[str, Field(pattern=NAME_RE)] = spec(
+        "The topology Slurm places a job by when its partition names none (topology.yaml's "
+        "cluster_default; the one topology of topology.conf before 25.05): `auto` (the blocks if "
+        "any, else the tree), `tree`, `block` (the blocks, without block_sets), `flat` (none, "
+        "25.05+) or a name of block_sets.",
         Update.RESTART,
         default="auto",
     )
-    separate_trees: bool = spec(
+    separate_trees: StrictBool = spec(
         "The switch tree has several roots on purpose (islands no switch joins): each Slurm job "
         "then stays under one of them, and slurmctld warns `no switch can reach all nodes`. Off, "
         "a tree whose roots do not each reach every Slurm node is refused, naming the nodes left "
@@ -348,7 +395,9 @@ class Partition(Strict):
         Update.RECONFIGURE,
         min_length=1,
     )
-    default: bool = spec("Default partition for jobs that name none.", Update.RECONFIGURE, default=False)
+    default: StrictBool = spec(
+        "Default partition for jobs that name none.", Update.RECONFIGURE, default=False
+    )
     max_time: str = spec(
         "MaxTime in Slurm time format (e.g. 7-00:00:00, UNLIMITED).", Update.RECONFIGURE, default="UNLIMITED"
     )
@@ -358,20 +407,20 @@ class Partition(Strict):
         Update.RECONFIGURE,
         default_factory=list,
     )
-    exclusive: bool = spec(
+    exclusive: StrictBool = spec(
         "Whole nodes per job (OverSubscribe=EXCLUSIVE).", Update.RECONFIGURE, default=False
     )
     priority_tier: Annotated[int, Field(ge=0, le=65533)] | None = spec(
         "PriorityTier of the partition.", Update.RECONFIGURE, default=None
     )
-    cpus_per_gpu: Annotated[int, Field(ge=0)] | None = spec(
+    cpus_per_gpu: Annotated[int, Field(ge=0, le=UINT16_MAX)] | None = spec(
         "DefCpuPerGPU: CPUs a job gets per GPU when it asks for none. Default: the smallest share of "
         "the partition's GPU node types (CPUs / GPUs per node); none where a node has fewer CPUs "
         "than GPUs. 0: none.",
         Update.RECONFIGURE,
         default=None,
     )
-    memory_per_gpu_mb: Annotated[int, Field(ge=0)] | None = spec(
+    memory_per_gpu_mb: Annotated[int, Field(ge=0, le=MEMORY_MB_MAX)] | None = spec(
         "DefMemPerGPU in MiB: memory a job gets per GPU when it asks for none (without it, a "
         "one-GPU job takes the whole node's memory). Default: the smallest share of the partition's "
         "GPU node types (memory_mb / GPUs per node), unless the partition sets def_mem_per_cpu_mb or "
@@ -409,28 +458,28 @@ class Partition(Strict):
         Update.RECONFIGURE,
         default_factory=list,
     )
-    grace_time: Annotated[int, Field(ge=0)] | None = spec(
+    grace_time: Annotated[int, Field(ge=0, le=UINT32_MAX)] | None = spec(
         "GraceTime: seconds a preempted job of the partition gets to end.", Update.RECONFIGURE, default=None
     )
-    def_mem_per_cpu_mb: Annotated[int, Field(ge=0)] | None = spec(
+    def_mem_per_cpu_mb: Annotated[int, Field(ge=0, le=MEMORY_MB_MAX)] | None = spec(
         "DefMemPerCPU in MiB.", Update.RECONFIGURE, default=None
     )
-    max_mem_per_cpu_mb: Annotated[int, Field(ge=0)] | None = spec(
+    max_mem_per_cpu_mb: Annotated[int, Field(ge=0, le=MEMORY_MB_MAX)] | None = spec(
         "MaxMemPerCPU in MiB.", Update.RECONFIGURE, default=None
     )
-    def_mem_per_node_mb: Annotated[int, Field(ge=0)] | None = spec(
+    def_mem_per_node_mb: Annotated[int, Field(ge=0, le=MEMORY_MB_MAX)] | None = spec(
         "DefMemPerNode in MiB.", Update.RECONFIGURE, default=None
     )
-    max_mem_per_node_mb: Annotated[int, Field(ge=0)] | None = spec(
+    max_mem_per_node_mb: Annotated[int, Field(ge=0, le=MEMORY_MB_MAX)] | None = spec(
         "MaxMemPerNode in MiB.", Update.RECONFIGURE, default=None
     )
-    max_nodes: Annotated[int, Field(ge=0)] | None = spec(
+    max_nodes: Annotated[int, Field(ge=0, le=UINT32_MAX)] | None = spec(
         "MaxNodes per job; default unlimited.", Update.RECONFIGURE, default=None
     )
-    min_nodes: Annotated[int, Field(ge=0)] | None = spec(
+    min_nodes: Annotated[int, Field(ge=0, le=UINT32_MAX)] | None = spec(
         "MinNodes per job.", Update.RECONFIGURE, default=None
     )
-    max_cpus_per_node: Annotated[int, Field(ge=1)] | None = spec(
+    max_cpus_per_node: Annotated[int, Field(ge=1, le=UINT32_MAX)] | None = spec(
         "MaxCPUsPerNode: CPUs all jobs of the partition may use on one node (e.g. to leave CPUs to "
         "a GPU partition sharing the nodes).",
         Update.RECONFIGURE,
@@ -441,30 +490,38 @@ class Partition(Strict):
         Update.RECONFIGURE,
         default=None,
     )
-    exclusive_user: bool = spec(
+    exclusive_user: StrictBool = spec(
         "ExclusiveUser: a node runs jobs of one user at a time.", Update.RECONFIGURE, default=False
     )
     tres_billing_weights: Annotated[str, Field(pattern=r"^\S+$")] | None = spec(
         'TRESBillingWeights, e.g. "CPU=1.0,Mem=0.25G,GRES/gpu=2.0".', Update.RECONFIGURE, default=None
     )
-    hidden: bool = spec("Hidden from sinfo and squeue by default.", Update.RECONFIGURE, default=False)
+    hidden: StrictBool = spec("Hidden from sinfo and squeue by default.", Update.RECONFIGURE, default=False)
+    topology: Annotated[str, Field(pattern=NAME_RE)] | None = spec(
+        "Topology= (Slurm >= 25.05): the topology of topology.yaml this partition's jobs are placed by: "
+        f"`{TREE_TOPOLOGY}` (cluster.fabric.tree), `{BLOCK_TOPOLOGY}` (cluster.fabric.blocks) or a name "
+        f"of fabric.block_sets, or `{FLAT_TOPOLOGY}` (none). Every node of the partition must be in it. "
+        "Default: the cluster's default topology (fabric.default).",
+        Update.RECONFIGURE,
+        default=None,
+    )
     state: Literal["UP", "DOWN", "DRAIN", "INACTIVE"] = spec(
         "State: UP, DOWN (jobs queue, none start), DRAIN (no new jobs) or INACTIVE.",
         Update.RECONFIGURE,
         default="UP",
     )
-    suspend_time: Annotated[int, Field(ge=-1)] | None = spec(
+    suspend_time: Annotated[int, Field(ge=-1, le=UINT32_MAX)] | None = spec(
         "SuspendTime of the partition's nodes: idle seconds before power saving suspends them (-1: never).",
         Update.RECONFIGURE,
         default=None,
     )
-    suspend_timeout: Annotated[int, Field(ge=1)] | None = spec(
+    suspend_timeout: Annotated[int, Field(ge=1, le=UINT32_MAX)] | None = spec(
         "SuspendTimeout of the partition's nodes, seconds.", Update.RECONFIGURE, default=None
     )
-    resume_timeout: Annotated[int, Field(ge=1)] | None = spec(
+    resume_timeout: Annotated[int, Field(ge=1, le=UINT32_MAX)] | None = spec(
         "ResumeTimeout of the partition's nodes, seconds.", Update.RECONFIGURE, default=None
     )
-    power_down_on_idle: bool = spec(
+    power_down_on_idle: StrictBool = spec(
         "PowerDownOnIdle: power a node down as soon as it is idle.", Update.RECONFIGURE, default=False
     )
     priority_job_factor: Annotated[int, Field(ge=0, le=65533)] | None = spec(
@@ -489,14 +546,16 @@ class Partition(Strict):
 
 class Qos(Strict):
     name: Annotated[str, Field(pattern=NAME_RE)] = spec("QOS name.", Update.ACCOUNTS)
-    priority: Annotated[int, Field(ge=0)] = spec("QOS priority factor.", Update.ACCOUNTS, default=0)
-    max_gpus_per_user: Annotated[int, Field(ge=0)] | None = spec(
+    priority: Annotated[int, Field(ge=0, le=UINT32_MAX)] = spec(
+        "QOS priority factor.", Update.ACCOUNTS, default=0
+    )
+    max_gpus_per_user: Annotated[int, Field(ge=0, le=UINT32_MAX)] | None = spec(
         "MaxTRESPerUser=gres/gpu=N.", Update.ACCOUNTS, default=None
     )
-    max_gpus_per_job: Annotated[int, Field(ge=0)] | None = spec(
+    max_gpus_per_job: Annotated[int, Field(ge=0, le=UINT32_MAX)] | None = spec(
         "MaxTRESPerJob=gres/gpu=N.", Update.ACCOUNTS, default=None
     )
-    grp_gpus: Annotated[int, Field(ge=0)] | None = spec(
+    grp_gpus: Annotated[int, Field(ge=0, le=UINT32_MAX)] | None = spec(
         "GrpTRES=gres/gpu=N over all jobs using the QOS.", Update.ACCOUNTS, default=None
     )
     max_wall: str | None = spec("MaxWall of jobs in the QOS.", Update.ACCOUNTS, default=None)
@@ -511,12 +570,12 @@ class Qos(Strict):
 
 
 class GpuQuota(Strict):
-    quota: Annotated[int, Field(ge=0)] = spec(
+    quota: Annotated[int, Field(ge=0, le=UINT32_MAX)] = spec(
         "GPUs guaranteed to the tenant: Slurm Fairshare= (its shares), Kueue nominalQuota, KAI quota.",
         Update.ACCOUNTS,
         default=0,
     )
-    limit: Annotated[int, Field(ge=0)] | None = spec(
+    limit: Annotated[int, Field(ge=0, le=UINT32_MAX)] | None = spec(
         "Most GPUs the tenant may hold at once, borrowing included: Slurm GrpTRES=gres/gpu=N, Kueue "
         "nominalQuota + borrowingLimit, KAI limit. Default: quota.",
         Update.ACCOUNTS,
@@ -536,19 +595,19 @@ class Tenant(Strict):
     parent: str | None = spec(
         "Parent tenant (Slurm parent account, Kueue cohort).", Update.ACCOUNTS, default=None
     )
-    fairshare: Annotated[int, Field(ge=1)] = spec(
+    fairshare: Annotated[int, Field(ge=1, le=UINT32_MAX)] = spec(
         "Weight of the tenant in sharing what lies beyond the quotas: Kueue fairSharing weight, KAI "
         "overQuotaWeight; Slurm Fairshare= only where bare-metal Slurm has no GPUs (with GPUs a "
         "tenant's Slurm shares are its Slurm quota, 1 without one).",
         Update.ACCOUNTS,
     )
-    gpu_quota: Annotated[int, Field(ge=0)] | None = spec(
+    gpu_quota: Annotated[int, Field(ge=0, le=UINT32_MAX)] | None = spec(
         "GPUs guaranteed to the tenant by the fleet's only GPU scheduler (shorthand for `gpus.<owner>.quota`; "
         "use `gpus` when GPUs have several owners).",
         Update.ACCOUNTS,
         default=None,
     )
-    gpu_limit: Annotated[int, Field(ge=0)] | None = spec(
+    gpu_limit: Annotated[int, Field(ge=0, le=UINT32_MAX)] | None = spec(
         "Most GPUs the tenant may hold at once, borrowing included (Slurm GrpTRES=gres/gpu=N), in the fleet's "
         "only GPU scheduler (shorthand for `gpus.<owner>.limit`). Default: gpu_quota.",
         Update.ACCOUNTS,
@@ -610,29 +669,31 @@ class Priority(Strict):
         Update.RECONFIGURE,
         default="multifactor",
     )
-    fairshare: Annotated[int, Field(ge=0)] | None = spec(
+    fairshare: Annotated[int, Field(ge=0, le=UINT32_MAX)] | None = spec(
         "PriorityWeightFairshare. Default with tenants: 100000.", Update.RECONFIGURE, default=None
     )
-    qos: Annotated[int, Field(ge=0)] | None = spec(
+    qos: Annotated[int, Field(ge=0, le=UINT32_MAX)] | None = spec(
         "PriorityWeightQOS. Default with tenants: 10000.", Update.RECONFIGURE, default=None
     )
-    age: Annotated[int, Field(ge=0)] | None = spec(
+    age: Annotated[int, Field(ge=0, le=UINT32_MAX)] | None = spec(
         "PriorityWeightAge. Default with tenants: 1000.", Update.RECONFIGURE, default=None
     )
-    job_size: Annotated[int, Field(ge=0)] | None = spec(
+    job_size: Annotated[int, Field(ge=0, le=UINT32_MAX)] | None = spec(
         "PriorityWeightJobSize. Default with tenants: 0.", Update.RECONFIGURE, default=None
     )
-    partition: Annotated[int, Field(ge=0)] | None = spec(
+    partition: Annotated[int, Field(ge=0, le=UINT32_MAX)] | None = spec(
         "PriorityWeightPartition. Default with tenants: 0.", Update.RECONFIGURE, default=None
     )
-    assoc: Annotated[int, Field(ge=0)] | None = spec("PriorityWeightAssoc.", Update.RECONFIGURE, default=None)
+    assoc: Annotated[int, Field(ge=0, le=UINT32_MAX)] | None = spec(
+        "PriorityWeightAssoc.", Update.RECONFIGURE, default=None
+    )
     tres: Annotated[str, Field(pattern=r"^\S+$")] | None = spec(
         'PriorityWeightTRES, e.g. "CPU=1000,Mem=2000,GRES/gpu=3000".', Update.RECONFIGURE, default=None
     )
     decay_half_life: Annotated[str, Field(pattern=r"^\S+$")] | None = spec(
         "PriorityDecayHalfLife. Default with tenants: 7-0.", Update.RECONFIGURE, default=None
     )
-    calc_period: Annotated[int, Field(ge=1)] | None = spec(
+    calc_period: Annotated[int, Field(ge=1, le=UINT32_MAX)] | None = spec(
         "PriorityCalcPeriod in minutes. Default with tenants: 5.", Update.RECONFIGURE, default=None
     )
     max_age: Annotated[str, Field(pattern=r"^\S+$")] | None = spec(
@@ -643,7 +704,7 @@ class Priority(Strict):
         Update.RECONFIGURE,
         default=None,
     )
-    favor_small: bool | None = spec("PriorityFavorSmall.", Update.RECONFIGURE, default=None)
+    favor_small: StrictBool | None = spec("PriorityFavorSmall.", Update.RECONFIGURE, default=None)
     flags: list[Annotated[str, Field(pattern=FLAG_RE)]] = spec(
         "PriorityFlags.", Update.RECONFIGURE, default_factory=list
     )
@@ -663,9 +724,9 @@ class Cgroup(Strict):
         Update.RESTART,
         default=None,
     )
-    constrain_cores: bool = spec("ConstrainCores.", Update.RESTART, default=True)
-    constrain_devices: bool = spec("ConstrainDevices (GPU isolation).", Update.RESTART, default=True)
-    constrain_ram_space: bool = spec("ConstrainRAMSpace.", Update.RESTART, default=True)
+    constrain_cores: StrictBool = spec("ConstrainCores.", Update.RESTART, default=True)
+    constrain_devices: StrictBool = spec("ConstrainDevices (GPU isolation).", Update.RESTART, default=True)
+    constrain_ram_space: StrictBool = spec("ConstrainRAMSpace.", Update.RESTART, default=True)
     extra: dict[Annotated[str, Field(pattern=OPTION_NAME_RE)], OptionValue] = spec(
         "Further cgroup.conf keys of the target release (e.g. ConstrainSwapSpace, "
         "AllowedRAMSpace), written verbatim after these.",
@@ -719,62 +780,62 @@ class Daemons(Strict):
 class Timeouts(Strict):
     """Slurm's timers, in seconds unless said; each written only when set (Slurm's default otherwise)."""
 
-    slurmctld: Annotated[int, Field(ge=1)] | None = spec(
+    slurmctld: Annotated[int, Field(ge=1, le=UINT16_MAX)] | None = spec(
         "SlurmctldTimeout: how long a backup controller waits for the primary (default 120).",
         Update.RECONFIGURE,
         default=None,
     )
-    slurmd: Annotated[int, Field(ge=0)] | None = spec(
+    slurmd: Annotated[int, Field(ge=0, le=UINT16_MAX)] | None = spec(
         "SlurmdTimeout: how long a silent slurmd may be before its node is DOWN (default 300).",
         Update.RECONFIGURE,
         default=None,
     )
-    message: Annotated[int, Field(ge=1)] | None = spec(
+    message: Annotated[int, Field(ge=1, le=UINT16_MAX)] | None = spec(
         "MessageTimeout (default 10).", Update.RECONFIGURE, default=None
     )
-    tcp: Annotated[int, Field(ge=1)] | None = spec(
+    tcp: Annotated[int, Field(ge=1, le=UINT16_MAX)] | None = spec(
         "TCPTimeout (default 2).", Update.RECONFIGURE, default=None
     )
-    batch_start: Annotated[int, Field(ge=1)] | None = spec(
+    batch_start: Annotated[int, Field(ge=1, le=UINT16_MAX)] | None = spec(
         "BatchStartTimeout (default 10).", Update.RECONFIGURE, default=None
     )
-    prolog_epilog: Annotated[int, Field(ge=1)] | None = spec(
+    prolog_epilog: Annotated[int, Field(ge=1, le=UINT16_MAX)] | None = spec(
         "PrologEpilogTimeout (default: wait indefinitely).", Update.RECONFIGURE, default=None
     )
-    unkillable_step: Annotated[int, Field(ge=1)] | None = spec(
+    unkillable_step: Annotated[int, Field(ge=1, le=UINT16_MAX)] | None = spec(
         "UnkillableStepTimeout (default 60).", Update.RECONFIGURE, default=None
     )
-    kill_wait: Annotated[int, Field(ge=0)] | None = spec(
+    kill_wait: Annotated[int, Field(ge=0, le=UINT16_MAX)] | None = spec(
         "KillWait: between SIGTERM and SIGKILL at a job's time limit (default 30).",
         Update.RECONFIGURE,
         default=None,
     )
-    min_job_age: Annotated[int, Field(ge=0)] | None = spec(
+    min_job_age: Annotated[int, Field(ge=0, le=UINT32_MAX)] | None = spec(
         "MinJobAge: how long slurmctld keeps a finished job (default 300).", Update.RECONFIGURE, default=None
     )
-    inactive_limit: Annotated[int, Field(ge=0)] | None = spec(
+    inactive_limit: Annotated[int, Field(ge=0, le=UINT16_MAX)] | None = spec(
         "InactiveLimit: an srun or salloc silent that long loses its job (default 0: never).",
         Update.RECONFIGURE,
         default=None,
     )
-    wait_time: Annotated[int, Field(ge=0)] | None = spec(
+    wait_time: Annotated[int, Field(ge=0, le=UINT16_MAX)] | None = spec(
         "WaitTime: srun's wait after the first task ends (default 0: unlimited).",
         Update.RECONFIGURE,
         default=None,
     )
-    over_time_limit: Annotated[int, Field(ge=0)] | None = spec(
+    over_time_limit: Annotated[int, Field(ge=0, le=UINT16_MAX)] | None = spec(
         "OverTimeLimit, minutes a job may run past its limit (default 0).", Update.RECONFIGURE, default=None
     )
-    epilog_msg_time: Annotated[int, Field(ge=0)] | None = spec(
+    epilog_msg_time: Annotated[int, Field(ge=0, le=UINT32_MAX)] | None = spec(
         "EpilogMsgTime, microseconds (default 2000).", Update.RECONFIGURE, default=None
     )
-    get_env: Annotated[int, Field(ge=1)] | None = spec(
+    get_env: Annotated[int, Field(ge=1, le=UINT16_MAX)] | None = spec(
         "GetEnvTimeout (default 120).", Update.RECONFIGURE, default=None
     )
-    resv_over_run: Annotated[int, Field(ge=0)] | None = spec(
+    resv_over_run: Annotated[int, Field(ge=0, le=UINT16_MAX)] | None = spec(
         "ResvOverRun, minutes (default 0).", Update.RECONFIGURE, default=None
     )
-    complete_wait: Annotated[int, Field(ge=0, le=65533)] | None = spec(
+    complete_wait: Annotated[int, Field(ge=0, le=UINT16_MAX)] | None = spec(
         "CompleteWait: seconds no new job is scheduled while a job completes, to keep jobs on the "
         "nodes just used (default 0: start pending jobs at once).",
         Update.RECONFIGURE,
@@ -821,19 +882,19 @@ class PowerSave(Strict):
         Update.RECONFIGURE,
         default=None,
     )
-    suspend_time: Annotated[int, Field(ge=-1)] | None = spec(
+    suspend_time: Annotated[int, Field(ge=-1, le=UINT32_MAX)] | None = spec(
         "SuspendTime: idle seconds before a node is suspended (-1: never).", Update.RECONFIGURE, default=None
     )
-    suspend_timeout: Annotated[int, Field(ge=1)] | None = spec(
+    suspend_timeout: Annotated[int, Field(ge=1, le=UINT32_MAX)] | None = spec(
         "SuspendTimeout, seconds (default 30).", Update.RECONFIGURE, default=None
     )
-    resume_timeout: Annotated[int, Field(ge=1)] | None = spec(
+    resume_timeout: Annotated[int, Field(ge=1, le=UINT32_MAX)] | None = spec(
         "ResumeTimeout, seconds (default 60).", Update.RECONFIGURE, default=None
     )
-    suspend_rate: Annotated[int, Field(ge=0)] | None = spec(
+    suspend_rate: Annotated[int, Field(ge=0, le=UINT32_MAX)] | None = spec(
         "SuspendRate: nodes per minute (0: unlimited; default 60).", Update.RECONFIGURE, default=None
     )
-    resume_rate: Annotated[int, Field(ge=0)] | None = spec(
+    resume_rate: Annotated[int, Field(ge=0, le=UINT32_MAX)] | None = spec(
         "ResumeRate: nodes per minute (0: unlimited; default 300).", Update.RECONFIGURE, default=None
     )
     exclude_nodes: list[str] = spec(
@@ -933,13 +994,13 @@ class HealthSettings(Strict):
         default_factory=lambda: ["IDLE"],
         min_length=1,
     )
-    prolog: bool = spec(
+    prolog: StrictBool = spec(
         "Also run the fast fatal check (GPU count) as the Prolog: a failing node is drained and the "
         "job requeued instead of started.",
         Update.RECONFIGURE,
         default=True,
     )
-    xid_fatal: list[Annotated[int, Field(ge=1)]] = spec(
+    xid_fatal: list[Annotated[int, Field(ge=1, le=UINT16_MAX)]] = spec(
         "XID codes that drain a node when they appear in its kernel log.",
         Update.RENDER_ONLY,
         default_factory=lambda: list(DEFAULT_FATAL_XIDS),
@@ -1043,7 +1104,7 @@ class SlurmUpgrade(Strict):
         Update.RENDER_ONLY,
         default="/var/backups/gpucluster-slurm",
     )
-    batch_size: Annotated[int, Field(ge=1)] = spec(
+    batch_size: Annotated[int, Field(ge=1, le=UINT32_MAX)] = spec(
         "Compute hosts whose slurmd is upgraded at once: drained, their packages upgraded while slurmd "
         "runs, slurmd restarted with the new release and waited for (registered, responding) before "
         "the next batch, then resumed. Their running jobs keep running (slurmstepd is not restarted); "
@@ -1108,7 +1169,7 @@ class SlurmSettings(Strict):
         Update.REBUILD,
         default=None,
     )
-    configless: bool = spec(
+    configless: StrictBool = spec(
         "Configless Slurm (SlurmctldParameters=enable_configless): the Slurm files live on the "
         "controllers; every slurmd starts with `--conf-server` naming the controllers in order and "
         "fetches them from slurmctld (again on `scontrol reconfigure`). Nodes keep only what "
@@ -1246,7 +1307,7 @@ class SlurmSettings(Strict):
         Update.RESTART,
         default_factory=list,
     )
-    config_overrides: bool = spec(
+    config_overrides: StrictBool = spec(
         "SlurmdParameters=config_overrides: trust slurm.conf over detected hardware (labs, emulation).",
         Update.RESTART,
         default=False,

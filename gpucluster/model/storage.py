@@ -8,7 +8,7 @@ writes what the nfs_server and shared_storage roles apply, the Kubernetes layer 
 import posixpath
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, StrictBool, field_validator, model_validator
 
 from gpucluster.model.base import NameList, Strict, Update, spec
 
@@ -149,7 +149,7 @@ class SharedFilesystem(Strict):
     options: Annotated[str, Field(pattern=OPTIONS_RE)] | None = spec(
         f"Mount options (fstab's fourth field). Default: `{DEFAULT_OPTIONS}`.", Update.STORAGE, default=None
     )
-    site_managed: bool = spec(
+    site_managed: StrictBool = spec(
         "Already mounted by the site on every host of `hosts` (autofs, a baked image, a parallel "
         "filesystem's own tooling): the shared_storage role only checks that the mount point is a "
         "mounted filesystem, and never mounts or unmounts it.",
@@ -162,7 +162,7 @@ class SharedFilesystem(Strict):
         Update.STORAGE,
         default=None,
     )
-    home: bool = spec(
+    home: StrictBool = spec(
         "Holds the users' homes: a user of cluster.users without `home` lives in `<mount>/<name>`. "
         "The homes are created once, on one host (the NFS server, else the first host in name "
         "order that mounts it); the others create the accounts only.",

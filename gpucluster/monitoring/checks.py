@@ -38,6 +38,12 @@ def check_monitoring(cluster: Cluster) -> list[Problem]:
     return problems
 
 
+def monitoring_host(cluster: Cluster) -> list[str]:
+    """The host the section gives a part: the one running Prometheus and Alertmanager."""
+    monitoring = monitoring_of(cluster)
+    return [] if monitoring is None else [monitoring.host]
+
+
 def monitoring_warnings(cluster: Cluster) -> list[Problem]:
     """What a valid `monitoring:` section leaves out (printed as warnings, exit code 0)."""
     monitoring = monitoring_of(cluster)

@@ -4,7 +4,7 @@ they scrape and evaluate, and where Grafana's packages come from.
 
 from typing import TYPE_CHECKING, Annotated
 
-from pydantic import Field
+from pydantic import Field, StrictBool
 
 from gpucluster.model.base import Strict, Update, spec
 
@@ -56,7 +56,7 @@ class MonitoringSpec(Strict):
     prometheus_port: Port = spec("Prometheus' HTTP port.", Update.SERVICE, default=9090)
     alertmanager_port: Port = spec("Alertmanager's HTTP port.", Update.SERVICE, default=9093)
     node_exporter_port: Port = spec("node-exporter's port on every host.", Update.SERVICE, default=9100)
-    dcgm_exporter: bool | None = spec(
+    dcgm_exporter: StrictBool | None = spec(
         "NVIDIA's dcgm-exporter on the GPU nodes Slurm owns, with each GPU's Slurm job (its HPC job "
         "mapping, written by a Prolog and an Epilog that slurm.conf names): installed, run and scraped "
         "there. It comes from NVIDIA's CUDA repository only (package datacenter-gpu-manager-exporter), "

@@ -40,11 +40,17 @@ def controllers(cluster: Cluster) -> list[str]:
     return list(cluster.spec.slurm.controller) if cluster.hosts_owned_by(Owner.SLURM) else []
 
 
+def storage_servers(cluster: Cluster) -> set[str]:
+    """The hosts that serve a shared filesystem (cluster.storage's NFS servers)."""
+    return {fs.nfs_server.host for fs in cluster.spec.storage if fs.nfs_server}
+
+
 def every_host(cluster: Cluster, monitoring: MonitoringSpec) -> list[str]:
-    """Every host the model names: compute nodes, controllers, accounting, REST API, login and the
-    monitoring host itself."""
+    """Every host the model names: compute nodes, controllers, accounting, REST API, login, the
+    storage servers and the hosts that mount shared filesystems, and the monitoring host itself."""
     slurm = cluster.spec.slurm
-    found = set(cluster.hosts) | set(controllers(cluster)) | {monitoring.host}
+    found = set(cluster.hosts) | set(controllers(cluster)) | {monitoring.host} | storage_servers(cluster)
+    found |= {h for hosts in cluster.storage_hosts.values() for h in hosts}
     if cluster.hosts_owned_by(Owner.SLURM):
         found |= set(slurm.login)
         if slurm.accounting:
@@ -80,6 +86,8 @@ def host_labels(cluster: Cluster, monitoring: MonitoringSpec, host: str) -> dict
         roles.append("login")
     if host in cluster.node_type_of:
         roles.append("compute")
+    if host in storage_servers(cluster):
+        roles.append("storage")
     if host == monitoring.host:
         roles.append("monitoring")
     labels = {"node": host, "cluster": cluster.name, "role": ",".join(roles)}

@@ -47,13 +47,21 @@ def check_state_save(ctx: CheckContext) -> None:
     controllers = ", ".join(slurm.controller)
     fs = filesystem_of(path, ctx.spec.storage)
     if fs is None:
+        mount = _parent_mount(path)
+        where = (
+            f"declare the shared filesystem that holds it in cluster.storage with the controllers among "
+            f"its hosts (e.g. {{name: slurm-state, mount: {mount}, source: filer:/export/slurm, type: nfs4, "
+            f"hosts: [{controllers}]}}, or `site_managed: true` where the site mounts it)"
+            if mount is not None
+            # A directory of the system takes no shared filesystem (the storage checks refuse it).
+            else "move it onto a shared filesystem outside the system's directories (e.g. "
+            "state_save_location: /shared/slurm/statesave with {name: slurm-state, mount: /shared, source: "
+            f"filer:/export/slurm, type: nfs4, hosts: [{controllers}]}} in cluster.storage)"
+        )
         ctx.fail(
             parts,
             f"{path} is on no filesystem of cluster.storage, but {len(slurm.controller)} controllers "
-            f"({controllers}) must all read and write it: declare the shared filesystem that holds it "
-            f"in cluster.storage with the controllers among its hosts (e.g. {{name: slurm-state, mount: "
-            f"{_parent_mount(path)}, source: filer:/export/slurm, type: nfs4, hosts: [{controllers}]}}, "
-            "or `site_managed: true` where the site mounts it)",
+            f"({controllers}) must all read and write it: {where}",
         )
         return
     index = ctx.spec.storage.index(fs)
@@ -71,10 +79,14 @@ def check_state_save(ctx: CheckContext) -> None:
         )
 
 
-def _parent_mount(path: str) -> str:
-    """A mount point to suggest for a state path: its first directory (`/shared/slurm` -> `/shared`)."""
+def _parent_mount(path: str) -> str | None:
+    """A mount point to suggest for a state path: its first directory (`/shared/slurm` -> `/shared`);
+    None where that is a directory of the system, or the path itself (no filesystem may go there)."""
+    from gpucluster.checks.storage import SYSTEM_DIRS
+
     first = path.strip("/").split("/")[0]
-    return f"/{first}"
+    mount = f"/{first}"
+    return None if mount in SYSTEM_DIRS or mount == path.rstrip("/") else mount
 
 
 def check_release(ctx: CheckContext) -> None:

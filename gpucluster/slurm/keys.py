@@ -363,6 +363,7 @@ PARTITION_KEYS = (
     Key("SuspendTimeout", PARTITION, f"{P}.suspend_timeout", NUMBER),
     Key("ResumeTimeout", PARTITION, f"{P}.resume_timeout", NUMBER),
     Key("PriorityJobFactor", PARTITION, f"{P}.priority_job_factor", NUMBER, "1"),
+    Key("Topology", PARTITION, f"{P}.topology"),
     Key("ExclusiveUser", PARTITION, f"{P}.exclusive_user", FLAG, "NO"),
     Key("Hidden", PARTITION, f"{P}.hidden", FLAG, "NO"),
     Key("PowerDownOnIdle", PARTITION, f"{P}.power_down_on_idle", FLAG, "NO"),

@@ -9,13 +9,16 @@ from hostlist import numeric_sort_key
 
 from gpucluster import yamlout
 from gpucluster.hostlists import compress, expand
-from gpucluster.model.cluster import Cluster
+from gpucluster.model.cluster import Cluster, block_topologies, default_topology
 from gpucluster.model.releases import configless_serves_topology_yaml
 from gpucluster.model.spec import (
+    BLOCK_TOPOLOGY,
     CONTROLLER_ADDR,
     DBD_ADDR,
+    FLAT_TOPOLOGY,
     NODE_ADDR,
     NODE_HOSTNAME,
+    TREE_TOPOLOGY,
     NodeType,
     Owner,
     Partition,
@@ -42,10 +45,9 @@ from gpucluster.slurm.written import FIXED
 # Slurm's SlurmctldPort when slurm.conf names none (and gpucluster's default).
 DEFAULT_SLURMCTLD_PORT = 6817
 
-# Topology names in topology.yaml. Slurm on Kubernetes places each dynamic node with its Topology=
-# option, `<topology>:<unit>` (gpucluster.k8s.objects.slinky_topology_spec), which names these.
-TREE_TOPOLOGY = "fabric-tree"
-BLOCK_TOPOLOGY = "nvlink-blocks"
+# Topology names in topology.yaml (gpucluster.model.spec). Slurm on Kubernetes places each dynamic
+# node with its Topology= option, `<topology>:<unit>` (gpucluster.k8s.objects.slinky_topology_spec).
+__all__ = ["BLOCK_TOPOLOGY", "TREE_TOPOLOGY"]
 
 # What slurmctld sends a configless slurmd (Slurm 22.05, src/slurmctld/proc_req.c
 # slurmd_config_files): never Prolog, Epilog or HealthCheckProgram scripts, nor our healthcheck.conf.
@@ -71,23 +73,37 @@ class NodeLine:
 
 
 def topology_kind(cluster: Cluster) -> str | None:
-    """`tree`, `block` or None: the default topology Slurm should use for these hosts."""
-    present = {"block": bool(cluster.blocks), "tree": bool(cluster.switches)}
-    chosen = cluster.spec.fabric.default
-    if chosen != "auto" and present[chosen]:
-        return chosen
-    return next((kind for kind in ("block", "tree") if present[kind]), None)
+    """`tree`, `block` or None: the kind of the default topology Slurm should use for these hosts
+    (before 25.05, the one topology plugin of topology.conf)."""
+    name = default_topology(cluster)
+    if name is None or name == FLAT_TOPOLOGY:
+        return None
+    return "tree" if name == TREE_TOPOLOGY else "block"
 
 
 def uses_topology_yaml(cluster: Cluster) -> bool:
-    return cluster.release.topology_yaml and topology_kind(cluster) is not None
+    return cluster.release.topology_yaml and bool(block_topologies(cluster) or cluster.switches)
 
 
-def block_sizes(cluster: Cluster) -> list[int]:
-    sizes = cluster.spec.fabric.block_sizes
-    if sizes:
-        return list(sizes)
-    return [min(len(hosts) for hosts in cluster.blocks.values())] if cluster.blocks else []
+def block_sizes(cluster: Cluster, topology: str | None = None) -> list[int]:
+    """BlockSizes of a block topology (the only one without block_sets): as given, else its
+    smallest block."""
+    sets = cluster.spec.fabric.block_sets
+    blocks = block_topologies(cluster)
+    name = topology or next(iter(blocks), None)
+    if name is None or name not in blocks:
+        return []
+    given = sets[name].block_sizes if name in sets else cluster.spec.fabric.block_sizes
+    if given:
+        return list(given)
+    return [min(len(cluster.blocks[block]) for block in blocks[name])]
+
+
+def flat_used(cluster: Cluster) -> bool:
+    """A partition, or the cluster's default, places jobs with no topology (topology.yaml's `flat`)."""
+    return default_topology(cluster) == FLAT_TOPOLOGY or any(
+        p.topology == FLAT_TOPOLOGY for p in cluster.spec.partitions if p.name in cluster.partitions
+    )
 
 
 def configless_served(cluster: Cluster) -> list[str]:
@@ -240,6 +256,7 @@ def partition_options(
         "DefCpuPerGPU": cpus_per_gpu or None,
         "DefMemPerGPU": memory_per_gpu or None,
         "State": p.state,
+        "Topology": p.topology if cluster.release.topology_yaml else None,
         **_exclusive(cluster, p),
     }
     options: list[tuple[str, object]] = []
@@ -557,8 +574,14 @@ def _context(cluster: Cluster, layer_sections: Sequence[Sequence[Line]] = ()) ->
         ],
         "blocks": [(name, compress(hosts)) for name, hosts in sorted(cluster.blocks.items())],
         "block_sizes": block_sizes(cluster),
+        # topology.yaml: each block topology (name, sizes, its blocks), the default's name, flat.
+        "block_topologies": [
+            (name, block_sizes(cluster, name), [(b, compress(cluster.blocks[b])) for b in sorted(blocks)])
+            for name, blocks in block_topologies(cluster).items()
+        ],
+        "default_topology": default_topology(cluster),
+        "flat_topology": FLAT_TOPOLOGY if flat_used(cluster) else None,
         "tree_topology": TREE_TOPOLOGY,
-        "block_topology": BLOCK_TOPOLOGY,
         "dynamic_nodes": False,
         "has_gpus": has_gpus,
         "release": cluster.release,
@@ -583,12 +606,15 @@ def render_topology_yaml(cluster: Cluster, dynamic_nodes: bool = False) -> str |
     (always rendered here; the smallest block otherwise).
     """
     context = _context(cluster)
-    if context["topology"] is None:
+    if not (block_topologies(cluster) or cluster.switches):
         return None
     if dynamic_nodes:
         context["dynamic_nodes"] = True
         context["switches"] = [(s.name, compress(s.switches), "") for s in cluster.switches]
-        context["blocks"] = [(name, "") for name in sorted(cluster.blocks)]
+        context["block_topologies"] = [
+            (name, sizes, [(block, "") for block, _ in blocks])
+            for name, sizes, blocks in context["block_topologies"]  # type: ignore[attr-defined]
+        ]
     return render_template("slurm/topology.yaml.j2", **context)
 
 

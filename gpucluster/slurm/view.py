@@ -15,6 +15,7 @@ from pathlib import Path
 from gpucluster.errors import InventoryError, Problem
 from gpucluster.hostlists import expand, split_top_level
 from gpucluster.model.releases import RELEASES, Release
+from gpucluster.model.spec import FLAT_TOPOLOGY, TREE_TOPOLOGY
 from gpucluster.slurm.conf_keys import CGROUP_KEYS, KEYS, NODE_KEYS, PARTITION_KEYS
 from gpucluster.slurm.defaults import PLUGIN_TYPES
 from gpucluster.slurm.oldkeys import (
@@ -127,6 +128,12 @@ class View:
     topology_default: str | None = None  # tree or block
     # Switch or block -> the names its Nodes= lists that no NodeName defines (Slurm ignores them).
     unknown_in_topology: dict[str, list[str]] = field(default_factory=dict)
+    # topology.yaml (25.05+): each block topology's blocks and sizes, in the file's order; the
+    # default topology's name; and each topology's name -> the name gpucluster gives it (a
+    # partition's Topology= is written with that).
+    block_sets: dict[str, tuple[list[str], list[int]]] = field(default_factory=dict)
+    default_name: str | None = None
+    topology_renamed: dict[str, str] = field(default_factory=dict)
     cgroup: dict[str, Setting] = field(default_factory=dict)
     # plugstack.conf as slurmd reads it: each line (an `include` of files the input has replaced
     # by their lines; one of files it lacks kept as written).
@@ -628,8 +635,10 @@ class ViewBuilder:
                     )
                     children = expand(str(switch["children"])) if switch.get("children") else []
                     self.view.switches[str(switch.get("switch"))] = SwitchDef(children, nodes, where)
+                self.view.topology_renamed[name] = TREE_TOPOLOGY
                 if default:
                     self.view.topology_default = "tree"
+                    self.view.default_name = TREE_TOPOLOGY
             elif isinstance(topology.get("block"), dict):
                 block = topology["block"]
                 for entry in block.get("blocks") or []:
@@ -646,11 +655,17 @@ class ViewBuilder:
                         f"cluster.fabric.blocks.{entry.get('block')}",
                     )
                 self.view.block_sizes = [int(v) for v in block.get("block_sizes") or []]
+                names = [str(entry.get("block")) for entry in block.get("blocks") or []]
+                self.view.block_sets[name] = (names, list(self.view.block_sizes))
+                self.view.topology_renamed[name] = name
                 if default:
                     self.view.topology_default = "block"
+                    self.view.default_name = name
             elif "flat" in topology:
+                self.view.topology_renamed[name] = FLAT_TOPOLOGY
                 if default:
                     self.view.topology_default = None
+                    self.view.default_name = FLAT_TOPOLOGY
             else:
                 self.fail(
                     where, name, "a topology of a kind gpucluster does not model (tree, block and flat only)"

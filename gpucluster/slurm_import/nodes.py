@@ -19,7 +19,7 @@ from hostlist import numeric_sort_key
 
 from gpucluster.hostlists import compress, expand, number_runs, split_top_level
 from gpucluster.model.base import NAME_RE, SLURM_TIME_RE
-from gpucluster.model.spec import NODE_ADDR, NODE_HOSTNAME
+from gpucluster.model.spec import BLOCK_TOPOLOGY, FLAT_TOPOLOGY, NODE_ADDR, NODE_HOSTNAME
 from gpucluster.slurm import keys
 from gpucluster.slurm.conf_keys import NODE_KEYS
 from gpucluster.slurm.gpus import core_range, parse_cores
@@ -951,11 +951,32 @@ class NodeImport:
                 )
         if view.blocks:
             self.fabric["blocks"] = {name: self.cover(hosts) for name, hosts in view.blocks.items()}
+            self.block_sets()
+        if self.fabric.get("tree") and view.blocks:
+            self.fabric["default"] = view.topology_default or "tree"
+            if self.fabric.get("block_sets") and view.default_name in self.fabric["block_sets"]:
+                self.fabric["default"] = view.default_name
+        elif view.default_name == FLAT_TOPOLOGY:
+            self.fabric["default"] = FLAT_TOPOLOGY
+
+    def block_sets(self) -> None:
+        """Block topologies as fabric.block_sizes (one named nvlink-blocks, or from topology.conf), or
+        as fabric.block_sets (several, or one of another name: the partitions name it)."""
+        view = self.view
+        sets = view.block_sets
+        if not sets or list(sets) == [BLOCK_TOPOLOGY]:
             smallest = min((len(h) for h in view.blocks.values()), default=0)
             if view.block_sizes and view.block_sizes != [smallest]:
                 self.fabric["block_sizes"] = list(view.block_sizes)
-        if self.fabric.get("tree") and view.blocks:
-            self.fabric["default"] = view.topology_default or "tree"
+            return
+        found: dict[str, Any] = {}
+        for name, (blocks, sizes) in sets.items():
+            entry: dict[str, Any] = {"blocks": blocks}
+            smallest = min((len(view.blocks.get(b, [])) for b in blocks), default=0)
+            if sizes and sizes != [smallest]:
+                entry["block_sizes"] = list(sizes)
+            found[name] = entry
+        self.fabric["block_sets"] = found
 
     def power_exclusions(self) -> None:
         power = self.g.slurm.get("power_save")
@@ -1041,6 +1062,12 @@ def _state(imp: NodeImport, out: dict[str, Any], setting: Setting, value: str) -
     return NATIVE
 
 
+def _topology(imp: NodeImport, out: dict[str, Any], setting: Setting, value: str) -> str:
+    """Topology= (25.05+) names a topology of topology.yaml, by the name gpucluster gives it."""
+    out["topology"] = imp.view.topology_renamed.get(value, value)
+    return NATIVE
+
+
 # slurm.conf's global per-GPU defaults: what each partition that gives none of its own takes.
 PER_GPU_GLOBALS = {"DefCpuPerGPU": "cpus_per_gpu", "DefMemPerGPU": "memory_per_gpu_mb"}
 # PartitionName options whose value the model holds in other terms than the table's kind.
@@ -1054,6 +1081,7 @@ PARTITION_OPTIONS: dict[str, Any] = {
     "MaxNodes": _max_nodes,
     "SuspendTime": _suspend_time,
     "State": _state,
+    "Topology": _topology,
 }
 _DEFAULT_REASON = {DEFAULT: "Slurm's default (UNLIMITED)"}
 

@@ -10,6 +10,9 @@ accounting=$4  # "yes" when slurm.conf configures slurmdbd
 daemon_user=${5:-root}  # who runs slurmctld and slurmdbd: the packages' units run them as slurm from trixie on
 dbd_apart=${6:-no}      # "yes": slurmdbd's host is not the primary controller (it runs in the peer namespace)
 slurm_user=${7:-slurm}  # SlurmUser: owns the state and logs (a site's user is made here when the image lacks it)
+programs_mode=${8:-install}  # how the programs slurm.conf names are put in place: "install" (a throwaway
+                             # container's filesystem) or "overlay" (the host's: a private copy of each
+                             # program's directory, bind-mounted over it in this mount namespace only)
 as_daemon_user() { if [ "$daemon_user" = root ]; then "$@"; else runuser -u "$daemon_user" -- "$@"; fi; }
 # slurmdbd's host: the peer namespace when it is not the primary controller.
 as_dbd() {
@@ -105,7 +108,38 @@ if [ "$accounting" = yes ]; then
   done
   cluster=$(sed -n 's/^ClusterName=//p' /etc/slurm/slurm.conf)
   # sacctmgr parses slurm.conf too: a broken file fails here first, and slurmctld says why below.
-  timeout 20 sacctmgr -i add cluster "$cluster" >"$work/out/sacctmgr.log" 2>&1 || true
+  if [ -s "$work/sacctmgr.commands" ]; then
+    # The inventory's cluster, QOS, accounts and users, as the slurm_accounts role adds them.
+    while IFS= read -r line; do
+      eval "words=($line)"
+      timeout 20 sacctmgr -i "${words[@]}" >>"$work/out/sacctmgr.log" 2>&1 || true
+    done <"$work/sacctmgr.commands"
+  else
+    timeout 20 sacctmgr -i add cluster "$cluster" >"$work/out/sacctmgr.log" 2>&1 || true
+  fi
+fi
+
+# The programs slurm.conf names (gpucluster's own, or a stand-in that only logs for a site's).
+if [ -s "$work/programs.list" ]; then
+  while IFS=$'\t' read -r path file whose key; do
+    dir=$(dirname "$path")
+    # A site's program this machine has (e.g. MailProg=/usr/bin/true) stays as it is.
+    if [ "$whose" = site ] && [ -x "$path" ]; then continue; fi
+    if [ "$programs_mode" = overlay ]; then
+      if [ ! -d "$dir" ]; then
+        echo "missing $key=$path not provided: $dir does not exist on this host" >>"$work/out/programs.log"
+        continue
+      fi
+      if [ ! -e "$work/overlay$dir/.gpucluster-trial" ]; then
+        mkdir -p "$work/overlay$dir"
+        cp -a "$dir/." "$work/overlay$dir/" 2>/dev/null || true
+        touch "$work/overlay$dir/.gpucluster-trial"
+        mount --bind "$work/overlay$dir" "$dir"
+      fi
+    fi
+    install -D -m 0755 "$work/programs/$file" "$path"
+    if [ "$whose" = site ]; then echo "stand-in $key $path" >>"$work/out/programs.log"; fi
+  done <"$work/programs.list"
 fi
 
 as_daemon_user /usr/sbin/slurmctld -D -c -v >"$work/out/slurmctld.stderr" 2>&1 &

@@ -166,8 +166,18 @@ def parse_blocks(text: str) -> dict[str, frozenset[str]]:
     return blocks
 
 
+def _slurm_gets(cluster: Cluster, kind: str) -> bool:
+    """Whether Slurm gets this kind of topology: every one from 25.05 (topology.yaml), before only
+    the default one (topology.conf)."""
+    from gpucluster.slurm.render import topology_kind
+
+    return cluster.release.topology_yaml or topology_kind(cluster.owned_by(Owner.SLURM)) == kind
+
+
 def expected_blocks(cluster: Cluster) -> dict[str, frozenset[str]]:
-    """The NVLink blocks of the hosts bare-metal Slurm owns."""
+    """The NVLink blocks of the hosts bare-metal Slurm owns, where Slurm gets them."""
+    if not _slurm_gets(cluster, "block"):
+        return {}
     return {name: frozenset(hosts) for name, hosts in cluster.owned_by(Owner.SLURM).blocks.items()}
 
 
@@ -179,6 +189,8 @@ def topology_matches(cluster: Cluster, result: TrialResult) -> bool:
 def expected_topology(cluster: Cluster) -> dict[str, tuple[frozenset[str], frozenset[str]]]:
     """What `scontrol show topology` should list: each switch's child switches and, as Slurm
     reports it, every node below the switch, for the hosts bare-metal Slurm owns."""
+    if not _slurm_gets(cluster, "tree"):
+        return {}
     cluster = cluster.owned_by(Owner.SLURM)
     by_name = {s.name: s for s in cluster.switches}
     below: dict[str, frozenset[str]] = {}
@@ -322,6 +334,30 @@ def _ip_addresses(cluster: Cluster) -> str:
     return "".join(f"{line}\n" for line in lines)
 
 
+def _seed(cluster: Cluster, files: dict[str, str], work: Path, accounting: bool) -> list[str]:
+    """The sandbox's inputs beside the files: the sacctmgr commands that give slurmdbd the
+    inventory's accounts, users and QOS (sacctmgr.commands), and the programs slurm.conf names
+    (programs/, listed in programs.list: path, then the file to install there). What the trial
+    says of them."""
+    from gpucluster.trial import seeding
+
+    notes: list[str] = []
+    if accounting:
+        commands, notes = seeding.seed_commands(files.get("slurm/accounts.yaml"))
+        if commands:
+            (work / "sacctmgr.commands").write_text(seeding.commands_file(commands), encoding="utf-8")
+    found = seeding.programs(cluster, files.get("slurm/slurm.conf", ""))
+    (work / "programs").mkdir()
+    listed = []
+    for number, (path, (key, whose, content)) in enumerate(sorted(found.items())):
+        source = work / "programs" / f"program-{number}"
+        source.write_text(content, encoding="utf-8")
+        source.chmod(0o755)
+        listed.append(f"{path}\t{source.name}\t{whose}\t{key}\n")
+    (work / "programs.list").write_text("".join(listed), encoding="utf-8")
+    return notes
+
+
 def run_trial(
     cluster: Cluster,
     files: dict[str, str],
@@ -344,6 +380,7 @@ def run_trial(
                 (conf / rel.split("/", 1)[1]).write_text(content, encoding="utf-8")
         accounting = cluster.spec.slurm.accounting is not None
         slurm_user = cluster.spec.slurm.slurm_user
+        notes += _seed(cluster, files, work, accounting)
         if accounting:
             dbd = conf / "slurmdbd.conf"
             dbd.write_text(
@@ -360,7 +397,7 @@ def run_trial(
         dbd_apart = accounting and cluster.spec.slurm.accounting.host != cluster.spec.slurm.controller[0]  # type: ignore[union-attr]
         args = [
             cluster.spec.slurm.controller[0], str(seconds), "yes" if accounting else "no", daemon_user,
-            "yes" if dbd_apart else "no", slurm_user,
+            "yes" if dbd_apart else "no", slurm_user, "install" if runner.image else "overlay",
         ]  # fmt: skip
         env = podman_env() if runner.image else None
         try:
@@ -396,6 +433,10 @@ def run_trial(
 
         def read(name: str) -> str:
             return (out / name).read_text(errors="replace") if (out / name).is_file() else ""
+
+        from gpucluster.trial.seeding import stand_in_notes
+
+        notes += stand_in_notes(read("programs.log"))
 
         # Every topology slurmctld showed: the default one, and each of topology.yaml by name.
         shown = "\n".join(read(path.name) for path in sorted(out.glob("topology*")))

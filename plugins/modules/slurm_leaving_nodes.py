@@ -33,9 +33,11 @@ options:
     type: str
     default: "gpucluster: removed from the inventory"
   timeout:
-    description: Seconds to wait for the leaving nodes' jobs to finish.
+    description: >-
+      Seconds to wait for the leaving nodes' jobs to finish; omitted: the longest MaxTime of the
+      partitions holding them (what their jobs may run), or 3600 where one has none (UNLIMITED).
     type: int
-    default: 3600
+    required: false
   poll:
     description: Seconds between two looks at the queue.
     type: int
@@ -73,6 +75,10 @@ import time
 from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpucluster.cluster.plugins.module_utils.slurm_time import seconds
+
+# The bound where a partition lets its jobs run forever.
+UNBOUNDED_WAIT = 3600
 
 
 def _run(module: AnsibleModule, *args: str) -> tuple[int, str, str]:
@@ -94,10 +100,35 @@ def live_nodes(module: AnsibleModule) -> dict[str, str] | None:
 
 
 def jobs_on(module: AnsibleModule, nodes: list[str]) -> list[str]:
-    rc, out, err = _run(module, "squeue", "--noheader", "--nodelist", ",".join(nodes), "--format=%i %u %T %N")
+    rc, out, err = _run(
+        module, "squeue", "--noheader", "--nodelist", ",".join(nodes), "--format=%i %u %T %N %L"
+    )
     if rc != 0:
         module.fail_json(msg=f"squeue failed: {err.strip() or out.strip()}")
     return [line.strip() for line in out.splitlines() if line.strip()]
+
+
+def node_limits(module: AnsibleModule) -> dict[str, list[str]]:
+    """Node -> the time limits of the partitions holding it, as `sinfo` prints them."""
+    rc, out, _err = _run(module, "sinfo", "--noheader", "--Node", "--format=%N %l")
+    limits: dict[str, list[str]] = {}
+    for line in out.splitlines() if rc == 0 else []:
+        parts = line.split()
+        if len(parts) == 2:
+            limits.setdefault(parts[0], []).append(parts[1])
+    return limits
+
+
+def wait_bound(limits: dict[str, list[str]], leaving: list[str], given: int | None) -> tuple[int, str]:
+    """`given`, else the longest time limit of the partitions holding the leaving nodes, or
+    UNBOUNDED_WAIT where one of them runs jobs without a limit (or none is known)."""
+    if given is not None:
+        return given, "slurm_common_leave_timeout"
+    found = [(seconds(limit), limit) for node in leaving for limit in limits.get(node, [])]
+    if not found or any(value is None for value, _ in found):
+        return UNBOUNDED_WAIT, "a partition of theirs has MaxTime=UNLIMITED, no bound of Slurm's"
+    value, text = max(found, key=lambda pair: pair[0] or 0)
+    return value or UNBOUNDED_WAIT, f"the longest MaxTime of their partitions, {text}"
 
 
 def main() -> None:
@@ -106,7 +137,7 @@ def main() -> None:
             "nodes": {"type": "list", "elements": "str", "required": True},
             "reasons": {"type": "dict", "default": {}},
             "default_reason": {"type": "str", "default": "gpucluster: removed from the inventory"},
-            "timeout": {"type": "int", "default": 3600},
+            "timeout": {"type": "int", "required": False},
             "poll": {"type": "int", "default": 5},
         },
         supports_check_mode=True,
@@ -132,18 +163,21 @@ def main() -> None:
         )
         if rc != 0:
             module.fail_json(msg=f"cannot drain {node}: {err.strip() or out.strip()}", leaving=leaving)
+    bound, source = wait_bound(node_limits(module), leaving, params["timeout"])
     started = time.monotonic()
     running = jobs_on(module, leaving)
-    while running and time.monotonic() - started < params["timeout"]:
+    while running and time.monotonic() - started < bound:
         time.sleep(params["poll"])
         running = jobs_on(module, leaving)
     waited = round(time.monotonic() - started, 1)
     if running:
+        longest = max((seconds(line.split()[-1]) or 0 for line in running), default=0)
         module.fail_json(
             msg=(
-                f"{len(running)} job(s) still run on the nodes leaving Slurm after {params['timeout']} s; "
+                f"{len(running)} job(s) still run on the nodes leaving Slurm after {bound} s ({source}); "
                 "they stay drained and the configuration was not replaced. Still running (id user state "
-                "nodes): " + "; ".join(running)
+                "nodes time-left): " + "; ".join(running) + ". Run again once they end, or with "
+                f"-e slurm_common_leave_timeout={max(longest, bound) + 60} to wait as long as they may run"
             ),
             leaving=leaving,
             drained=drained,

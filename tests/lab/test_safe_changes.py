@@ -178,6 +178,92 @@ def test_a_partition_renamed_while_one_job_runs_and_one_waits(safe_lab: Lab) -> 
     assert partitions(lab_cluster) == ["gpu*"]
 
 
+def slurm_conf_partitions(lab_cluster: Lab, host: str) -> dict[str, str]:
+    """Partition name -> its line, in the slurm.conf a controller would start from."""
+    text = lab_cluster.ok("cat", "/etc/slurm/slurm.conf", host=host)
+    return {
+        line.split()[0].split("=", 1)[1]: line
+        for line in text.splitlines()
+        if line.startswith("PartitionName=")
+    }
+
+
+def answering(lab_cluster: Lab, host: str) -> bool:
+    return lab_cluster.sh("scontrol", "ping", host=host).stdout.count("is UP") == 2
+
+
+def test_a_rename_whose_wait_stops_survives_a_restart_and_a_takeover(safe_lab: Lab) -> None:
+    """Issue 37: the wait of a rename stopped (its bound past, a job still running in the old
+    partition), then slurmctld restarted and the backup took over. Before, the new partition lived
+    only in the running slurmctld: after the restart it was gone with the jobs moved into it. Now
+    every controller's slurm.conf holds it first; no job is lost, and a second run finishes."""
+    lab_cluster = safe_lab
+    running = waiting_job(lab_cluster, "running", "--partition=gpu", "--nodes=4", "--exclusive", user="root")
+    lab_cluster.wait(lambda: job_field(lab_cluster, running, "JobState") == "RUNNING", 60, "the job to run")
+    waiting = lab_cluster.submit("--partition=gpu", "--nodes=1", "--wrap=hostname", user="bob")
+    lab_cluster.wait(
+        lambda: job_field(lab_cluster, waiting, "Reason") in ("Resources", "Priority"), 30, "the job to wait"
+    )
+    try:
+        # A bound shorter than the running job: the wait stops, the run fails, no file is installed.
+        with pytest.raises(lab.LabError) as stopped:
+            run_playbook(
+                edited_inventory(RENAMED), lambda message: None, extra=["-e", "slurm_common_leave_timeout=10"]
+            )
+        assert "still in the partitions the new configuration drops after 10 s" in str(stopped.value)
+        assert job_field(lab_cluster, waiting, "Partition") == "batch"
+        for host in ("ctl01", "ctl02"):
+            kept = slurm_conf_partitions(lab_cluster, host)
+            assert set(kept) == {"gpu", "batch"}, (host, kept)
+            assert "State=INACTIVE" in kept["gpu"] and "Default=NO" in kept["gpu"], kept
+
+        # slurmctld restarted in the middle: both partitions and every job are still there.
+        lab_cluster.ok("systemctl", "restart", "slurmctld", host="ctl01")
+        lab_cluster.wait(lambda: answering(lab_cluster, "ctl01"), 60, "slurmctld to answer again")
+        assert sorted(partitions(lab_cluster)) == ["batch*", "gpu"]
+        assert "State=INACTIVE" in lab_cluster.ok("scontrol", "show", "partition", "gpu", "--oneliner")
+        assert (
+            job_field(lab_cluster, running, "JobState"),
+            job_field(lab_cluster, running, "Partition"),
+        ) == (
+            "RUNNING",
+            "gpu",
+        )
+        assert (
+            job_field(lab_cluster, waiting, "JobState"),
+            job_field(lab_cluster, waiting, "Partition"),
+        ) == (
+            "PENDING",
+            "batch",
+        )
+        # And the backup takes over from its own slurm.conf: the same.
+        lab_cluster.ok("scontrol", "takeover", "1")
+        lab_cluster.wait(lambda: ping(lab_cluster, "ctl02").get("ctl02") == "UP", 60, "ctl02 to take control")
+        lab_cluster.wait(
+            lambda: "batch" in lab_cluster.sh("sinfo", "--noheader", "--format=%P", host="ctl02").stdout,
+            60,
+            "sinfo from ctl02",
+        )
+        assert job_field(lab_cluster, waiting, "Partition") == "batch"
+        assert job_field(lab_cluster, running, "JobState") == "RUNNING"
+        lab_cluster.ok("systemctl", "start", "slurmctld", host="ctl01")
+        lab_cluster.wait(
+            lambda: ping(lab_cluster) == {"ctl01": "UP", "ctl02": "UP"}, 90, "ctl01 to take control back"
+        )
+    finally:
+        release(lab_cluster, "running")
+    lab_cluster.wait(lambda: finished_cleanly(lab_cluster, running), 120, "the running job to finish")
+    # The second run finishes the rename; the moved job runs in the new partition.
+    run_playbook(edited_inventory(RENAMED), lambda message: None)
+    lab_cluster.wait(lambda: finished_cleanly(lab_cluster, waiting), 120, "the moved job to finish")
+    assert partitions(lab_cluster) == ["batch*"]
+    assert set(slurm_conf_partitions(lab_cluster, "ctl01")) == {"batch"}
+    for job in (running, waiting):
+        assert accounted(lab_cluster, job).split() == ["COMPLETED", "0:0"], job
+    lab.converge(progress=lambda message: None)
+    assert partitions(lab_cluster) == ["gpu*"]
+
+
 def test_the_backup_controller_removed_while_jobs_run_then_added_back(safe_lab: Lab) -> None:
     lab_cluster = safe_lab
     assert ping(lab_cluster) == {"ctl01": "UP", "ctl02": "UP"}

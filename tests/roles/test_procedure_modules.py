@@ -213,3 +213,60 @@ def test_plan_knows_the_keys_the_role_restarts_for() -> None:
     assert sorted(RESTART_KEYS) == sorted(defaults["slurm_common_restart_keys"])
     assert needs_restart("SwitchType") and needs_restart("SlurmctldHost")
     assert not needs_restart("KillWait") and not needs_restart("SlurmdTimeout")
+
+
+# --- a rename whose wait stops survives a restart (issue 37, item 4) -------------------------------
+
+LIVE_CONF = """\
+ClusterName=lab
+PartitionName=gpu Nodes=gpu[01-04] Default=YES MaxTime=UNLIMITED State=UP
+PartitionName=old Nodes=gpu01 MaxTime=1-00:00:00
+"""
+
+
+def test_slurm_conf_keeps_the_partitions_as_they_are_live() -> None:
+    new_lines = [
+        "PartitionName=batch Nodes=gpu[01-04] Default=YES MaxTime=UNLIMITED State=UP",
+        "PartitionName=other Nodes=gpu02 State=UP",
+    ]
+    kept = partitions.kept_conf(LIVE_CONF, ["gpu", "old"], {"gpu": "batch"}, new_lines)
+    assert kept.splitlines() == [
+        "ClusterName=lab",
+        "PartitionName=gpu Nodes=gpu[01-04] Default=NO MaxTime=UNLIMITED State=INACTIVE",
+        "PartitionName=old Nodes=gpu01 MaxTime=1-00:00:00 State=DRAIN Default=NO",
+        "# gpucluster: created live while gpu empties (the run that installs the new configuration "
+        "replaces this file)",
+        "PartitionName=batch Nodes=gpu[01-04] Default=YES MaxTime=UNLIMITED State=UP",
+    ]
+    # A second run (the wait stopped, the playbook run again) changes nothing.
+    assert partitions.kept_conf(kept, ["gpu", "old"], {"gpu": "batch"}, new_lines) == kept
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("60", 3600), ("08:00:00", 28800), ("7-00:00:00", 604800), ("1-12", 129600), ("2-01:30", 178200),
+     ("59:30", 3570), ("UNLIMITED", None), ("infinite", None), ("INVALID", None)],
+)  # fmt: skip
+def test_slurm_times_in_seconds(text: str, value: int | None) -> None:
+    assert partitions.seconds(text) == value
+
+
+def test_the_wait_is_bounded_by_what_the_jobs_may_run() -> None:
+    live = {
+        "dev": {"MaxTime": "08:00:00"},
+        "train": {"MaxTime": "14-00:00:00"},
+        "free": {"MaxTime": "UNLIMITED"},
+    }
+    assert partitions.wait_bound(live, ["dev", "train"], None) == (1209600, "MaxTime of train")
+    assert partitions.wait_bound(live, ["dev"], 600) == (600, "slurm_common_leave_timeout")
+    assert partitions.wait_bound(live, ["dev", "free"], None) == (
+        3600,
+        "free: MaxTime=UNLIMITED, no bound of Slurm's",
+    )
+    leaving = load_module("slurm_leaving_nodes")
+    limits = {"gpu01": ["08:00:00", "7-00:00:00"], "gpu02": ["08:00:00"]}
+    assert leaving.wait_bound(limits, ["gpu01", "gpu02"], None) == (
+        604800,
+        "the longest MaxTime of their partitions, 7-00:00:00",
+    )
+    assert leaving.wait_bound({"gpu01": ["infinite"]}, ["gpu01"], None)[0] == 3600

@@ -56,7 +56,7 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
         "interval too big",
         health(interval=70000),
         "cluster.slurm.health.interval",
-        "less than or equal to 65535",
+        "70000 is more than 65535, the most this key takes",
     ),
     ("xid 0", health(xid_fatal=[79, 0]), "cluster.slurm.health.xid_fatal[1]", "greater than or equal to 1"),
     ("typo", health(intervall=10), "cluster.slurm.health.intervall", "unknown key"),

@@ -39,7 +39,8 @@ def gpus(draw: Any, cores: int, sockets: int | None, version: str) -> dict[str, 
         return None
     count = draw(st.sampled_from([1, 2, 4, 8]))
     spec: dict[str, Any] = {"count": count}
-    model = draw(st.sampled_from([None, "h100", "H100", "a100_80gb", "gb200"]))
+    # A GB200 node has at most 4 GPUs (gpucluster.checks.fabric.check_nvlink_domains).
+    model = draw(st.sampled_from([None, "h100", "H100", "a100_80gb", *(["gb200"] if count <= 4 else [])]))
     if model:
         spec["model"] = model
     detect = ["off", "nvml"] + (["nvidia"] if version >= "24.11" else [])

@@ -292,7 +292,7 @@ def maximal(c: dict[str, Any]) -> None:
         prolog_flags=["Alloc"],
         timeouts={name: 100 for name in ("slurmctld", "slurmd", "message", "tcp", "batch_start", "prolog_epilog",
                   "unkillable_step", "kill_wait", "min_job_age", "inactive_limit", "wait_time", "over_time_limit",
-                  "epilog_msg_time", "resv_over_run")},
+                  "epilog_msg_time", "resv_over_run", "complete_wait")},
         daemons={"slurmctld_debug": "verbose", "slurmd_debug": "debug", "debug_flags": ["Gres"]},
         power_save={"suspend_program": "/s", "resume_program": "/r", "resume_fail_program": "/f", "suspend_time": 60,
                     "suspend_timeout": 60, "resume_timeout": 60, "suspend_rate": 1, "resume_rate": 1,

@@ -86,11 +86,12 @@ def test_a_partition_renamed_is_moved_not_restarted(inventories: InventoryFactor
     assert steps_of(result) == [
         ("slurm", Action.PREPARE, Update.RECONFIGURE),
         ("slurm", Action.STOP_PLACING, Update.RECONFIGURE),
+        ("slurm", Action.KEEP, Update.RECONFIGURE),
         ("slurm", Action.MOVE_JOBS, Update.RECONFIGURE),
         ("slurm", Action.WAIT_EMPTY, Update.RECONFIGURE),
         ("slurm", Action.APPLY, Update.RECONFIGURE),
     ]
-    create, close, move, wait, apply = (s.text for s in result.steps)
+    create, close, _keep, move, wait, apply = (s.text for s in result.steps)
     # The new partition as the new slurm.conf defines it, in the words `scontrol create` takes.
     assert create.startswith(
         "scontrol create PartitionName=interactive Nodes=l40s-[01-08] Default=NO MaxTime=08:00:00 "
