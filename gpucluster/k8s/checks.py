@@ -164,7 +164,7 @@ class _KubernetesChecker:
         if k8s.device_allocation == "dra":
             if not k8s.dra.enabled:
                 self.fail(["dra", "enabled"], "device_allocation is `dra` but the DRA driver is not enabled")
-            if k8s.gpu_operator.mig_strategy != "none":
+            if k8s.gpu_operator.mig_strategy not in (None, "none"):
                 self.fail(
                     ["gpu_operator", "mig_strategy"],
                     "mig_strategy applies to the device plugin, which is off with device_allocation `dra` "

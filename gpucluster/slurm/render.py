@@ -16,7 +16,7 @@ from gpucluster.render.health import HEALTH_CONF, HEALTH_PROGRAM, bare_metal_hea
 from gpucluster.render.templating import header, render_template
 from gpucluster.slurm.accounts import desired_associations
 from gpucluster.slurm.containers import render_oci
-from gpucluster.slurm.gpus import gres_lines, per_gpu_defaults
+from gpucluster.slurm.gpus import gres_conf_lines, memory_per_cpu, per_gpu_defaults
 from gpucluster.slurm.restapi import controller_key_path
 from gpucluster.slurm.settings import (
     POWER_SAVE_KEYS,
@@ -27,6 +27,7 @@ from gpucluster.slurm.settings import (
     slurmctld_parameters,
     slurmd_parameters,
 )
+from gpucluster.slurm.sharing import accounted_tres, gres_types, node_gres
 
 # Slurm's SlurmctldPort when slurm.conf names none (and gpucluster's default).
 DEFAULT_SLURMCTLD_PORT = 6817
@@ -155,9 +156,7 @@ def node_options(line: NodeLine) -> list[tuple[str, object]]:
 
 
 def gres_of(node_type: NodeType) -> str:
-    gpus = node_type.gpus
-    assert gpus is not None
-    return f"gpu:{gpus.model}:{gpus.count}" if gpus.model else f"gpu:{gpus.count}"
+    return node_gres(node_type)
 
 
 def _yes(value: bool) -> str:
@@ -201,7 +200,10 @@ def partition_options(
     for key, value in (
         ("QOS", p.qos),
         ("GraceTime", p.grace_time),
-        ("DefMemPerCPU", p.def_mem_per_cpu_mb),
+        (
+            "DefMemPerCPU",
+            p.def_mem_per_cpu_mb if p.def_mem_per_cpu_mb is not None else memory_per_cpu(cluster, p),
+        ),
         ("MaxMemPerCPU", p.max_mem_per_cpu_mb),
         ("DefMemPerNode", p.def_mem_per_node_mb),
         ("MaxMemPerNode", p.max_mem_per_node_mb),
@@ -309,7 +311,7 @@ def _core_section(cluster: Cluster, has_gpus: bool, topology: str | None) -> lis
     lines += _listed("SlurmdParameters", slurmd_parameters(spec))
     lines += _listed("SlurmctldParameters", slurmctld_parameters(spec))
     if has_gpus:
-        lines.append(("GresTypes", "gpu"))
+        lines.append(("GresTypes", ",".join(gres_types(cluster))))
     if topology and not uses_topology_yaml(cluster):
         lines.append(("TopologyPlugin", f"topology/{topology}"))
     return lines
@@ -328,7 +330,9 @@ def _accounting_section(cluster: Cluster, has_gpus: bool) -> list[Line]:
             ("AccountingStorageHost", accounting.host),
             ("AccountingStoragePort", accounting.port),
         ]
-        tres = accounting.tres if accounting.tres is not None else (["gres/gpu"] if has_gpus else [])
+        tres = (
+            accounting.tres if accounting.tres is not None else (accounted_tres(cluster) if has_gpus else [])
+        )
         lines += _listed("AccountingStorageTRES", tres)
         lines += _listed("AccountingStorageEnforce", list(accounting.enforce))
     elif priority:
@@ -443,7 +447,7 @@ def _context(cluster: Cluster, layer_sections: Sequence[Sequence[Line]] = ()) ->
             for p in cluster.spec.partitions
             if p.name in cluster.partitions
         ],
-        "gres_lines": gres_lines,
+        "gres_conf_lines": gres_conf_lines,
         "topology": topology,
         "topology_yaml": uses_topology_yaml(cluster),
         "switches": [(s.name, compress(s.switches), compress(s.nodes)) for s in cluster.switches],
