@@ -27,7 +27,14 @@ from gpucluster.slurm.settings import (
     slurmctld_parameters,
     slurmd_parameters,
 )
-from gpucluster.slurm.sharing import accounted_tres, gres_types, node_gres
+from gpucluster.slurm.sharing import (
+    MPS_CONF,
+    accounted_tres,
+    gres_types,
+    mps_section,
+    node_gres,
+    render_mps_conf,
+)
 
 # Slurm's SlurmctldPort when slurm.conf names none (and gpucluster's default).
 DEFAULT_SLURMCTLD_PORT = 6817
@@ -47,7 +54,7 @@ CONFIGLESS_SERVED = (
 # Every file render_slurm may install in /etc/slurm (accounts.yaml stays with slurm_accounts).
 SLURM_FILES = (
     "slurm.conf", "cgroup.conf", "plugstack.conf", "gres.conf", "topology.conf", "topology.yaml", HEALTH_CONF,
-    "oci.conf",
+    "oci.conf", MPS_CONF,
 )  # fmt: skip
 
 
@@ -416,6 +423,7 @@ def conf_sections(
         _core_section(cluster, has_gpus, topology),
         _accounting_section(cluster, has_gpus),
         _health_section(cluster),
+        mps_section(cluster),
         _rest_api_section(cluster),
         _power_save_section(cluster),
         _timeouts_section(cluster),
@@ -512,6 +520,9 @@ def render_slurm(cluster: Cluster, layer_sections: Sequence[Sequence[Line]] = ()
     health = bare_metal_health_conf(cluster)
     if health is not None:
         files[f"slurm/{HEALTH_CONF}"] = health
+    mps = render_mps_conf(cluster, header(cluster.name))
+    if mps is not None:
+        files[f"slurm/{MPS_CONF}"] = mps
     if context["topology_yaml"]:
         files["slurm/topology.yaml"] = render_template("slurm/topology.yaml.j2", **context)
     elif context["topology"]:

@@ -29,7 +29,7 @@ from gpucluster.model.sharing import (
 if TYPE_CHECKING:
     from gpucluster.model.checking import CheckContext
     from gpucluster.model.cluster import Cluster
-    from gpucluster.model.spec import NodeType, Tenant
+    from gpucluster.model.spec import ClusterSpec, NodeType, Tenant
 
 
 def sharing_of(node_type: NodeType) -> GpuSharing | None:
@@ -169,3 +169,63 @@ def check_sharing(ctx: CheckContext) -> None:
                 "Slurm on Kubernetes finds its GPUs with AutoDetect=nvidia, which does not see MIG "
                 "instances: give this node type's hosts to bare-metal Slurm or Kubernetes",
             )
+
+
+# gpucluster-mps (gpucluster/programs/gpucluster_mps.py): the Prolog, Epilog and TaskProlog of
+# nodes sharing GPUs by MPS, installed by the slurm_compute role; what each node does is in its
+# configuration file beside slurm.conf (not served to configless nodes: they keep a copy).
+MPS_PROGRAM = "/usr/local/sbin/gpucluster-mps"
+MPS_CONF = "gpucluster-mps.conf"
+
+
+def uses_mps(spec: ClusterSpec) -> bool:
+    """Some node type shares its GPUs by MPS: slurm.conf runs gpucluster-mps."""
+    return any(
+        t.gpus is not None and t.gpus.sharing is not None and t.gpus.sharing.mps
+        for t in spec.node_types.values()
+    )
+
+
+def mps_section(cluster: Cluster) -> list[tuple[str, object]]:
+    if not uses_mps(cluster.spec):
+        return []
+    return [
+        ("#", "CUDA MPS (gpus.sharing.mps): gpucluster-mps starts an MPS control daemon per GPU and tenant"),
+        ("#", "for the jobs that ask for gres/mps, points their tasks at it, stops it after the last one"),
+        ("Prolog", MPS_PROGRAM),
+        ("Epilog", MPS_PROGRAM),
+        ("TaskProlog", MPS_PROGRAM),
+    ]
+
+
+def render_mps_conf(cluster: Cluster, header: str) -> str | None:
+    """gpucluster-mps.conf: a section per node type (and cluster.nodes entry) sharing by MPS."""
+    from gpucluster.hostlists import compress
+
+    sections: dict[str, tuple[list[str], bool]] = {}
+    for host in cluster.hosts:
+        node_type = cluster.node_type(host)
+        sharing = sharing_of(node_type)
+        if sharing is None or sharing.mps is None:
+            continue
+        name = cluster.node_type_of[host] + (
+            "" if cluster.entry_of.get(host) is None else f"-{cluster.entry_of[host]}"
+        )
+        sections.setdefault(name, ([], sharing.mps_between_tenants))[0].append(host)
+    if not sections and not uses_mps(cluster.spec):
+        return None
+    lines = [
+        header,
+        "# Read by gpucluster-mps (Prolog, Epilog, TaskProlog): on a node named by a section's `nodes`,",
+        "# a job allocated gres/mps gets the MPS control daemon of its GPU and tenant (of its GPU for",
+        "# every tenant with between_tenants = yes).",
+    ]
+    for name, (hosts, between) in sections.items():
+        lines += [
+            "",
+            f"[{name}]",
+            f"# {compress(hosts)}",
+            f"nodes = {' '.join(hosts)}",
+            f"between_tenants = {'yes' if between else 'no'}",
+        ]
+    return "\n".join(lines) + "\n"

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from gpucluster.model.spec import ClusterSpec
 from gpucluster.slurm.settings import PRIORITY_KEYS
+from gpucluster.slurm.sharing import uses_mps
 
 SLURM = "cluster.slurm"
 
@@ -118,6 +119,10 @@ def _health_timeout(spec: ClusterSpec) -> bool:
     return spec.slurm.health is not None and spec.slurm.release.health_check_timeout
 
 
+def _mps(spec: ClusterSpec) -> bool:
+    return uses_mps(spec)
+
+
 def _rest_api(spec: ClusterSpec) -> bool:
     return spec.slurm.rest_api is not None
 
@@ -126,6 +131,7 @@ CORE = "gpucluster's slurm.conf (always written)"
 HEALTH = "cluster.slurm.health (gpucluster-healthcheck)"
 PER_GPU = "each GPU partition (cluster.partitions[].cpus_per_gpu / memory_per_gpu_mb)"
 REST_API = "cluster.slurm.rest_api (JWT for slurmrestd)"
+MPS = "gpus.sharing.mps of a node type (gpucluster-mps)"
 
 # Keys other settings write (no place of their own in the model), and when.
 WRITTEN: dict[str, Written] = {
@@ -134,6 +140,7 @@ WRITTEN: dict[str, Written] = {
     "HealthCheckInterval": Written(HEALTH, _health),
     "HealthCheckNodeState": Written(HEALTH, _health),
     "HealthCheckTimeout": Written(HEALTH, _health_timeout),
+    "TaskProlog": Written(MPS, _mps),
     "AuthAltTypes": Written(REST_API, _rest_api),
     "AuthAltParameters": Written(REST_API, _rest_api),
     # Written on each GPU partition's line: a global one would say something else than they do.
