@@ -55,6 +55,7 @@ ROUTES: tuple[tuple[str, str], ...] = (
     ("hosts/users.yaml", "users"),
     ("hosts/*", "storage"),
     ("nodes/*", "node_software"),
+    ("mig/*", "mig_layout"),
     ("kubernetes/*", "kubernetes"),
     ("helm/*", "kubernetes"),
     ("monitoring/*", "monitoring"),
@@ -282,6 +283,46 @@ def node_software(o: Ordering) -> None:
     )
 
 
+def mig_layouts(o: Ordering) -> None:
+    """MIG layouts of bare-metal Slurm's nodes (mig/), before the Slurm files that give them their
+    new Gres: a batch at a time, each node whose layout changes drained, emptied, re-partitioned,
+    its slurmd restarted with its new Gres, resumed. The changes stay for the Slurm files' step
+    too (slurm.conf's Gres: a restart)."""
+    files = o.files("mig_layout")
+    if not files:
+        return
+    carried = [c for c in o.changes if c.update == Update.GPU_LAYOUT and c.path not in o.done]
+    hosts = changed_mig_hosts(o.old, o.new)
+    procedure = PROCEDURES["mig_layout"]
+    update = Update.GPU_LAYOUT if carried else Update.RENDER_ONLY
+    text = (
+        procedure.text()
+        if hosts
+        else "playbooks install the changed layouts; no GPU changes (nodes' layouts unchanged)"
+    )
+    if hosts:
+        text += f": {compress(hosts)}"
+    o.steps.append(
+        make_step(Owner.SLURM, Action.APPLY, update, text, carried, hosts, files, procedure=procedure.key)
+    )
+
+
+def changed_mig_hosts(old: Cluster, new: Cluster) -> list[str]:
+    """Bare-metal Slurm's hosts whose MIG layout the new inventory changes (or gives them)."""
+
+    def layouts(cluster: Cluster) -> dict[str, object]:
+        view = cluster.owned_by(Owner.SLURM)
+        found: dict[str, object] = {}
+        for host in view.hosts:
+            gpus = view.node_type(host).gpus
+            if gpus is not None and gpus.sharing is not None and gpus.sharing.mig is not None:
+                found[host] = gpus.sharing.mig.layouts(gpus.count)
+        return found
+
+    before, after = layouts(old), layouts(new)
+    return [h for h in new.hosts if h in after and before.get(h) != after[h]]
+
+
 def nodes_released(o: Ordering) -> None:
     """The leaving nodes are released by their schedulers (Slurm's by the next step's files); nodes
     removed from Kubernetes leave it (kubelet stopped and disabled, node objects deleted)."""
@@ -314,6 +355,8 @@ def slurm_files(o: Ordering) -> None:
     if not (slurm_changes or files or nodes_change):
         return
     update = required_action(slurm_changes) or Update.RENDER_ONLY
+    if update == Update.GPU_LAYOUT:  # the layouts applied before (mig_layouts): the new Gres
+        update = Update.RESTART
     if nodes_change:
         update = max(update, effective(Update.NODE_LIST, o.release), key=SEVERITY.index)
     text = slurm_apply_text(update, o.release, files, added, o.removed_slurm, o.found.apply_notes)
@@ -349,7 +392,13 @@ def kubernetes(o: Ordering) -> None:
                 )
             )
     files = o.files("kubernetes")
-    kube_changes = o.take(c for c in o.changes if c.update == Update.KUBERNETES)
+    kube_changes = o.take(
+        c
+        for c in o.changes
+        if c.update == Update.KUBERNETES
+        # A MIG layout only Kubernetes' nodes have: the MIG manager's ConfigMap re-partitions them.
+        or (c.update == Update.GPU_LAYOUT and any(route(f) == "kubernetes" for f in c.files))
+    )
     added = _hosts_of(o.changes, Owner.KUBERNETES, added=True, cluster=o.new)
     raising = [w for w in (Owner.KUBERNETES, Owner.SLURM_ON_KUBERNETES) if w in o.raising]
     if not (kube_changes or files or raising):
@@ -429,6 +478,7 @@ PHASES: tuple[Callable[[Ordering], None], ...] = (
     procedures_before,
     users_and_storage,
     node_software,
+    mig_layouts,
     nodes_released,
     slurm_files,
     procedures_after,

@@ -196,11 +196,11 @@ class MigLayout(Strict):
 
     gpus: Annotated[str, Field(pattern=GPU_INDEXES_RE)] = spec(
         'GPU indexes (nvidia-smi\'s, from 0) this layout is for, e.g. "0-3" or "4,5".',
-        Update.RESTART,
+        Update.GPU_LAYOUT,
     )
     profiles: dict[Annotated[str, Field(pattern=MIG_PROFILE_RE)], Annotated[int, Field(ge=1, le=7)]] = spec(
         "MIG profile -> instances on each of these GPUs, e.g. {1g.10gb: 7} or {3g.40gb: 2}.",
-        Update.RESTART,
+        Update.GPU_LAYOUT,
         min_length=1,
     )
 
@@ -212,7 +212,7 @@ class MigSharing(Strict):
         "The GPU product whose MIG profiles apply. Default: from gpus.model (a100, h100, h200, "
         "b200, gb200) and gpus.memory_gb where the family has several sizes (A100 40/80, H100 "
         "80/94).",
-        Update.RESTART,
+        Update.GPU_LAYOUT,
         default=None,
     )
     layout: dict[Annotated[str, Field(pattern=MIG_PROFILE_RE)], Annotated[int, Field(ge=1, le=7)]] | None = (
@@ -220,7 +220,7 @@ class MigSharing(Strict):
             "MIG profile -> instances on every GPU of the node, e.g. {1g.10gb: 7} (seven slices) or "
             "{3g.40gb: 2, 1g.10gb: 1}: profiles of the GPU product, at most 7 compute slices, placed "
             "as the hardware allows (a combination that cannot be placed is refused, naming why).",
-            Update.RESTART,
+            Update.GPU_LAYOUT,
             default=None,
         )
     )
@@ -228,7 +228,7 @@ class MigSharing(Strict):
         "Layouts of some GPUs each, instead of `layout`: every GPU of the node in exactly one "
         "(a whole GPU is the one-slice 7g profile: Slurm matches GPU types by substring, so a "
         "GPU left out of MIG would also match the node's MIG types).",
-        Update.RESTART,
+        Update.GPU_LAYOUT,
         default_factory=list,
     )
 
@@ -258,7 +258,7 @@ class GpuSharing(Strict):
         "as nvidia.com/mig-<profile> (the GPU Operator's MIG manager applies the layout there, "
         "the gpu_mig role on bare metal). Changing it re-partitions the GPUs: drained nodes, a "
         "batch at a time.",
-        Update.RESTART,
+        Update.GPU_LAYOUT,
         default=None,
     )
     shard: Annotated[int, Field(ge=1, le=1024)] | None = spec(

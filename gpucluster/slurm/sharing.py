@@ -229,3 +229,38 @@ def render_mps_conf(cluster: Cluster, header: str) -> str | None:
             f"between_tenants = {'yes' if between else 'no'}",
         ]
     return "\n".join(lines) + "\n"
+
+
+def render_mig(cluster: Cluster) -> dict[str, str]:
+    """The `mig/` folder: the MIG layouts the gpu_mig role applies on bare-metal Slurm's nodes
+    (Kubernetes' are the GPU Operator's MIG manager's, from its ConfigMap).
+
+    mig/hosts.yaml      host -> {layout: its layout's name (node type, or node type and cluster.nodes
+                        entry), gres: its Gres= in slurm.conf (slurmctld gets it before slurmd restarts)}
+    mig/<name>.json     {"gpus": {"<index>": {"<profile>": <count>}}}: what gpucluster-mig reads
+    """
+    import json
+
+    from gpucluster import yamlout
+    from gpucluster.model.base import Owner
+    from gpucluster.render.templating import header
+
+    view = cluster.owned_by(Owner.SLURM)
+    hosts: dict[str, dict[str, str]] = {}
+    layouts: dict[str, str] = {}
+    for host in view.hosts:
+        gpus = view.node_type(host).gpus
+        if gpus is None or gpus.sharing is None or gpus.sharing.mig is None:
+            continue
+        entry = view.entry_of.get(host)
+        name = view.node_type_of[host] + (
+            "" if entry is None or entry not in view.overridden_types else f"-{entry}"
+        )
+        hosts[host] = {"layout": name, "gres": node_gres(view.node_type(host))}
+        per_gpu = {str(i): layout for i, layout in enumerate(gpus.sharing.mig.layouts(gpus.count))}
+        layouts[name] = json.dumps({"gpus": per_gpu}, indent=2, sort_keys=True) + "\n"
+    if not hosts:
+        return {}
+    files = {f"mig/{name}.json": text for name, text in layouts.items()}
+    files["mig/hosts.yaml"] = header(cluster.name) + "\n" + yamlout.dump(hosts, width=80)
+    return files

@@ -145,6 +145,12 @@ health_program:
     slurm_health role installs it on the nodes).
   type: str
   returned: always
+mig_program:
+  description: >-
+    Path on the controller of gpucluster-mig as the gpucluster package carries it (the gpu_mig
+    role installs it on bare-metal Slurm's MIG nodes).
+  type: str
+  returned: always
 mps_program:
   description: >-
     Path on the controller of gpucluster-mps as the gpucluster package carries it (the
@@ -234,6 +240,7 @@ def classify(cluster: Any) -> dict[str, Any]:
         },
         "health_program": str(program_path()),
         "mps_program": str(data_path("programs", "gpucluster_mps.py")),
+        "mig_program": str(data_path("programs", "gpucluster_mig.py")),
         # playbooks/slurm-upgrade.yml: where its backups go, how many slurmd at once.
         "upgrade": {"backup_dir": slurm.upgrade.backup_dir, "batch_size": slurm.upgrade.batch_size},
     }

@@ -24,7 +24,9 @@ between_tenants = yes
 """
 
 
-def job_env(job: str, account: str, gpu: str = "0", node: str = "gpu04", context: str = "prolog_slurmd") -> dict[str, str]:
+def job_env(
+    job: str, account: str, gpu: str = "0", node: str = "gpu04", context: str = "prolog_slurmd"
+) -> dict[str, str]:
     return {
         "SLURM_SCRIPT_CONTEXT": context,
         "SLURM_JOB_ID": job,
@@ -107,7 +109,9 @@ def test_jobs_without_mps_and_nodes_without_it_are_left_alone(node: tuple[Path, 
     assert mps.task_exports(job_env("31", "research", context="prolog_task"), state) == []
 
 
-def test_no_mps_control_never_fails_the_job(node: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+def test_no_mps_control_never_fails_the_job(
+    node: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
     """Without the NVIDIA stack the hook says why (slurmd logs a Prolog's stderr) and exits 0: a
     failing Prolog would drain the node."""
     assert hook(node, job_env("41", "research")) == 0
@@ -121,5 +125,7 @@ def test_dry_run_prints_the_commands_and_changes_nothing(
 ) -> None:
     _, state = node
     assert hook(node, job_env("51", "research", gpu="2"), "--dry-run") == 0
-    assert capsys.readouterr().out.strip() == mps.start_command(state / "gpu2" / "tenant-research", "2").text()
+    assert (
+        capsys.readouterr().out.strip() == mps.start_command(state / "gpu2" / "tenant-research", "2").text()
+    )
     assert not state.exists()
