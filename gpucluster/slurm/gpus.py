@@ -38,7 +38,11 @@ def gpu_cores(node_type: NodeType) -> list[str] | None:
     """The cores of each GPU in device order, as Slurm core lists; None: no Cores= (no affinity
     asked, or slurmd detects it)."""
     gpus = node_type.gpus
-    if gpus is None or gpus.autodetect != "off" or gpus.affinity == "none":
+    if (
+        gpus is None
+        or effective_autodetect(gpus.autodetect, gpus.sharing) != "off"
+        or gpus.affinity == "none"
+    ):
         return None
     if isinstance(gpus.affinity, list):
         return list(gpus.affinity)
