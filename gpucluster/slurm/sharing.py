@@ -179,11 +179,10 @@ MPS_CONF = "gpucluster-mps.conf"
 
 
 def uses_mps(spec: ClusterSpec) -> bool:
-    """Some node type shares its GPUs by MPS: slurm.conf runs gpucluster-mps."""
-    return any(
-        t.gpus is not None and t.gpus.sharing is not None and t.gpus.sharing.mps
-        for t in spec.node_types.values()
-    )
+    """Some node type, or the GPUs a cluster.nodes entry gives its hosts, share by MPS: slurm.conf
+    runs gpucluster-mps."""
+    given = [t.gpus for t in spec.node_types.values()] + [n.gpus for n in spec.nodes]
+    return any(g is not None and g.sharing is not None and g.sharing.mps is not None for g in given)
 
 
 def mps_section(cluster: Cluster) -> list[tuple[str, object]]:

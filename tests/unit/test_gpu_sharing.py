@@ -1,0 +1,171 @@
+"""One declaration per node type (gpus.sharing), rendered for Slurm: Gres= with shards, MPS and MIG
+types, GresTypes, gres.conf (AutoDetect=nvml for MIG; a line per GPU for shards and MPS), the TRES
+accounted, the tenants' GrpTRES in shared units, the memory default shards and MPS need, the MPS
+hooks; and what Slurm cannot do refused with the key to change."""
+
+from __future__ import annotations
+
+import copy
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from gpucluster.errors import InventoryError
+from gpucluster.layers import load_cluster
+from gpucluster.rendering import render_files
+from tests.conftest import SMALL_CLUSTER, SMALL_HOSTS, InventoryFactory
+
+BASE = yaml.safe_load(textwrap.dedent(SMALL_CLUSTER))
+BASE["cluster"]["slurm"]["version"] = "26.05"
+
+
+def inventory(inventories: InventoryFactory, sharing: dict[str, Any], **gpus: Any) -> Path:
+    data = copy.deepcopy(BASE)
+    node_gpus = data["cluster"]["node_types"]["h100"]["gpus"]
+    node_gpus.update(gpus)
+    node_gpus["sharing"] = sharing
+    return inventories.make(SMALL_HOSTS, yaml.safe_dump(data, sort_keys=False))
+
+
+def rendered(inventories: InventoryFactory, sharing: dict[str, Any], **gpus: Any) -> dict[str, str]:
+    return render_files(load_cluster(inventory(inventories, sharing, **gpus)), only=["slurm", "mig"])
+
+
+def lines(text: str, prefix: str) -> list[str]:
+    return [line for line in text.splitlines() if line.startswith(prefix)]
+
+
+def problems(directory: Path) -> list[str]:
+    with pytest.raises(InventoryError) as info:
+        load_cluster(directory)
+    return [f"{p.path}: {p.message}" for p in info.value.problems]
+
+
+def test_shards_per_gpu(inventories: InventoryFactory) -> None:
+    files = rendered(inventories, {"shard": 4})
+    conf = files["slurm/slurm.conf"]
+    assert "GresTypes=gpu,shard" in conf
+    assert "AccountingStorageTRES=gres/gpu,gres/shard" in conf
+    assert "Gres=gpu:h100:8,shard:32 " in conf
+    gres = files["slurm/gres.conf"]
+    assert lines(gres, "NodeName=n[01-08] Name=shard") == [
+        f"NodeName=n[01-08] Name=shard Count=4 File=/dev/nvidia{i}" for i in range(8)
+    ]
+    # Shard jobs get no DefMemPerGPU (gres/gpu only): DefMemPerCPU of the node's memory per CPU.
+    (partition,) = lines(conf, "PartitionName=batch ")
+    assert "DefMemPerCPU=4000 " in partition and "DefMemPerGPU" not in partition, partition
+    assert "DefCpuPerGPU=2 " in partition
+    # Tenants' limits in shards: team-a's 48 GPUs (all of them) are 192 shards.
+    accounts = yaml.safe_load(files["slurm/accounts.yaml"])["accounts"]
+    assert {a["name"]: a["grp_tres"] for a in accounts} == {
+        "team-a": "gres/gpu=48,gres/shard=192",
+        "team-b": "gres/gpu=32,gres/shard=128",
+    }
+
+
+def test_shards_with_autodetection_spread_one_count(inventories: InventoryFactory) -> None:
+    gres = rendered(inventories, {"shard": 4}, autodetect="nvml", devices=None)["slurm/gres.conf"]
+    assert lines(gres, "NodeName=n[01-08]") == [
+        "NodeName=n[01-08] AutoDetect=nvml",
+        "NodeName=n[01-08] Name=gpu Type=h100 Count=8",
+        "NodeName=n[01-08] Name=shard Count=32",
+    ]
+
+
+def test_mps_per_gpu_with_its_hooks(inventories: InventoryFactory) -> None:
+    files = rendered(inventories, {"mps": 100})
+    conf = files["slurm/slurm.conf"]
+    assert "GresTypes=gpu,mps" in conf and "Gres=gpu:h100:8,mps:800 " in conf
+    for key in ("Prolog", "Epilog", "TaskProlog"):
+        assert f"{key}=/usr/local/sbin/gpucluster-mps" in conf
+    mps = files["slurm/gpucluster-mps.conf"]
+    assert "nodes = n01 n02 n03 n04 n05 n06 n07 n08\nbetween_tenants = no" in mps
+
+
+def test_mig_types_and_autodetection(inventories: InventoryFactory) -> None:
+    sharing = {
+        "mig": {
+            "per_gpu": [
+                {"gpus": "0-3", "profiles": {"3g.40gb": 2}},
+                {"gpus": "4-7", "profiles": {"1g.10gb": 7}},
+            ]
+        }
+    }
+    files = rendered(inventories, sharing, devices=None, memory_gb=80)
+    conf = files["slurm/slurm.conf"]
+    assert "Gres=gpu:3g.40gb:8,gpu:1g.10gb:28 " in conf
+    assert "AccountingStorageTRES=gres/gpu,gres/gpu:1g.10gb,gres/gpu:3g.40gb" in conf
+    assert lines(files["slurm/gres.conf"], "NodeName=") == ["NodeName=n[01-08] AutoDetect=nvml"]
+    # A MIG instance is a GPU to DefCpuPerGPU and DefMemPerGPU: 16 CPUs, 64000 MiB over 36.
+    (partition,) = lines(conf, "PartitionName=batch ")
+    assert "DefMemPerGPU=1777 " in partition and "DefCpuPerGPU" not in partition, partition
+    assert yaml.safe_load(files["mig/hosts.yaml"])["n01"] == {
+        "layout": "h100",
+        "gres": "gpu:3g.40gb:8,gpu:1g.10gb:28",
+    }
+    assert yaml.safe_load(files["mig/h100.json"])["gpus"]["5"] == {"1g.10gb": 7}
+
+
+def test_a_tenants_own_units_keep_their_number(inventories: InventoryFactory) -> None:
+    data = copy.deepcopy(BASE)
+    data["cluster"]["node_types"]["h100"]["gpus"]["sharing"] = {"shard": 4}
+    data["cluster"]["tenants"][1] = {
+        "name": "team-b", "fairshare": 50, "users": ["bob"],
+        "gpus": {"slurm": {"quota": 32, "limit": 32, "units": {"shard": 6}}},
+    }  # fmt: skip
+    files = render_files(load_cluster(inventories.make(SMALL_HOSTS, yaml.safe_dump(data))), only=["slurm"])
+    accounts = {a["name"]: a["grp_tres"] for a in yaml.safe_load(files["slurm/accounts.yaml"])["accounts"]}
+    assert accounts["team-b"] == "gres/gpu=32,gres/shard=6"
+
+
+def test_units_a_scheduler_does_not_have_are_refused(inventories: InventoryFactory) -> None:
+    data = copy.deepcopy(BASE)
+    data["cluster"]["tenants"][1] = {
+        "name": "team-b", "fairshare": 50, "users": ["bob"],
+        "gpus": {"slurm": {"quota": 32, "units": {"shard": 6}}},
+    }  # fmt: skip
+    found = problems(inventories.make(SMALL_HOSTS, yaml.safe_dump(data)))
+    assert any(
+        "cluster.tenants[1].gpus.slurm.units.shard" in p
+        and "no slurm GPU makes `shard` (its shared units: none)" in p
+        for p in found
+    ), found
+
+
+def test_mps_beside_another_prolog_on_a_release_with_one(inventories: InventoryFactory) -> None:
+    data = copy.deepcopy(BASE)
+    data["cluster"]["slurm"]["version"] = "22.05"
+    data["cluster"]["slurm"]["health"] = {"interval": 300}
+    data["cluster"]["node_types"]["h100"]["gpus"]["sharing"] = {"mps": 100}
+    found = problems(inventories.make(SMALL_HOSTS, yaml.safe_dump(data)))
+    assert any("Slurm 22.05 takes one Prolog" in p and "gpucluster-mps" in p for p in found), found
+
+
+def test_sharing_needs_cons_tres(inventories: InventoryFactory) -> None:
+    data = copy.deepcopy(BASE)
+    data["cluster"]["slurm"]["select_type"] = "linear"
+    data["cluster"]["node_types"]["h100"]["gpus"]["sharing"] = {"shard": 2}
+    found = problems(inventories.make(SMALL_HOSTS, yaml.safe_dump(data)))
+    assert any("cluster.slurm.select_type" in p and "need select/cons_tres" in p for p in found), found
+
+
+@pytest.mark.parametrize(
+    ("sharing", "message"),
+    [
+        ({"shard": 4, "mps": 100}, "shard and mps together"),
+        ({"mig": {"layout": {"7g.80gb": 1}}, "time_slicing": 2}, "mig and time_slicing together"),
+        ({"mps_between_tenants": True}, "mps_between_tenants without mps"),
+        (
+            {"mig": {"layout": {"7g.80gb": 1}, "per_gpu": [{"gpus": "0", "profiles": {"7g.80gb": 1}}]}},
+            "give `layout`",
+        ),
+    ],
+)
+def test_refused_combinations_are_named(
+    inventories: InventoryFactory, sharing: dict[str, Any], message: str
+) -> None:
+    found = problems(inventory(inventories, sharing, memory_gb=80))
+    assert any("cluster.node_types.h100.gpus.sharing" in p and message in p for p in found), found
