@@ -31,6 +31,9 @@ from gpucluster.lab.playbook import run_playbook
 from gpucluster.lab.state import LabState
 from gpucluster.layers import load_cluster
 from gpucluster.model.releases import release
+from gpucluster.verify.checks import Status
+from gpucluster.verify.collect import verify_cluster
+from gpucluster.verify.sharing import SHARING
 
 from .conftest import Lab
 
@@ -191,6 +194,14 @@ def sharing_proof(lab_env: Lab, mps: bool) -> list[str]:
     release_jobs(lab_env)
     if mps:
         transcript += mps_proof(lab_env)
+    # `gpucluster verify` of the shared inventory: its gpu-sharing row runs a job per way of sharing.
+    results = verify_cluster(
+        load_cluster(inventory),
+        lambda playbook, extra: run_playbook(inventory, lambda message: None, playbook=playbook, extra=extra),
+    )
+    row = next(r for r in results if r.name == SHARING)
+    assert row.status == Status.PASS, row.detail
+    say(transcript, f"gpucluster verify: {row.name} {row.status.value}: {row.detail}")
     return transcript
 
 
