@@ -211,7 +211,7 @@ def lower_quotas(o: Ordering) -> None:
             ):
                 files = o.files_by_route.pop("accounts", [])
         update = Update.ACCOUNTS if owner == Owner.SLURM else Update.KUBERNETES
-        text = quota_text(owner, o.lowered[owner], lower=True)
+        text = quota_text(owner, o.lowered[owner], lower=True, cluster=o.new)
         procedure = "accounts" if owner == Owner.SLURM else "kubernetes"
         o.steps.append(
             make_step(owner, Action.LOWER_QUOTAS, update, text, quota_changes, files=files,
@@ -406,7 +406,11 @@ def kubernetes(o: Ordering) -> None:
     text = "; ".join([kubernetes_apply_text(files, added), *o.found.kube_notes])
     owner = raising[0] if raising else Owner.KUBERNETES
     if raising:
-        text = "; ".join(quota_text(w, quotas_of(o.new, w), lower=False) for w in raising) + "; " + text
+        text = (
+            "; ".join(quota_text(w, quotas_of(o.new, w), lower=False, cluster=o.new) for w in raising)
+            + "; "
+            + text
+        )
     o.steps.append(
         make_step(owner, Action.RAISE_QUOTAS if raising else Action.APPLY, Update.KUBERNETES, text,
                   kube_changes, [*added, *o.removed_kube], files,
@@ -426,7 +430,9 @@ def accounts(o: Ordering) -> None:
         return
     text = "; ".join([PROCEDURES["accounts"].text(), *o.found.account_notes])
     if raise_slurm:
-        text = quota_text(Owner.SLURM, quotas_of(o.new, Owner.SLURM), lower=False) + "; " + text
+        text = (
+            quota_text(Owner.SLURM, quotas_of(o.new, Owner.SLURM), lower=False, cluster=o.new) + "; " + text
+        )
     o.steps.append(
         make_step(Owner.SLURM, Action.RAISE_QUOTAS if raise_slurm else Action.APPLY, Update.ACCOUNTS, text, carried,
                   files=files, quotas=quotas_of(o.new, Owner.SLURM) if raise_slurm else None, procedure="accounts")
@@ -478,8 +484,9 @@ PHASES: tuple[Callable[[Ordering], None], ...] = (
     procedures_before,
     users_and_storage,
     node_software,
-    mig_layouts,
     nodes_released,
+    # After the nodes leaving Kubernetes are released (gpu_mig refuses a node whose kubelet runs).
+    mig_layouts,
     slurm_files,
     procedures_after,
     kubernetes,

@@ -29,7 +29,7 @@ from gpucluster.model.sharing import (
 if TYPE_CHECKING:
     from gpucluster.model.checking import CheckContext
     from gpucluster.model.cluster import Cluster
-    from gpucluster.model.spec import ClusterSpec, NodeType, Tenant
+    from gpucluster.model.spec import ClusterSpec, GpuQuota, NodeType, Tenant
 
 
 def sharing_of(node_type: NodeType) -> GpuSharing | None:
@@ -117,18 +117,22 @@ def unit_tres(unit: str) -> str:
     return f"gres/{unit}" if unit in ("shard", "mps") else f"gres/gpu:{unit}"
 
 
-def tenant_tres(cluster: Cluster, tenant: Tenant) -> dict[str, int]:
-    """The tenant's Slurm limit as TRES: its GPU limit split over the node kinds by their GPUs,
-    each share in that kind's units (gres/gpu counts MIG instances, so it grows with them); a
-    unit the tenant numbers itself (gpus.slurm.units) keeps its number. Without shared GPUs:
-    gres/gpu=<limit>, as always."""
-    quota = cluster.quota(tenant.name)
+def quota_tres(cluster: Cluster, quota: GpuQuota) -> dict[str, int]:
+    """A limit (GPUs, and a tenant's own units) as the TRES of the Slurm view's shared units."""
     kinds = node_kinds(cluster)
     if not any(len(k.units) > 1 or k.units.get("gres/gpu", 0) != k.gpus for k in kinds):
         return {"gres/gpu": quota.effective_limit}
     own = {unit_tres(unit): n for unit, n in quota.units.items()}
     found = tenant_units(kinds, quota.effective_limit, own)
     return dict(sorted(found.items(), key=lambda item: (item[0] != "gres/gpu", item[0])))
+
+
+def tenant_tres(cluster: Cluster, tenant: Tenant) -> dict[str, int]:
+    """The tenant's Slurm limit as TRES: its GPU limit split over the node kinds by their GPUs,
+    each share in that kind's units (gres/gpu counts MIG instances, so it grows with them); a
+    unit the tenant numbers itself (gpus.slurm.units) keeps its number. Without shared GPUs:
+    gres/gpu=<limit>, as always."""
+    return quota_tres(cluster, cluster.quota(tenant.name))
 
 
 def grp_tres(cluster: Cluster, tenant: Tenant) -> str:
@@ -263,3 +267,8 @@ def render_mig(cluster: Cluster) -> dict[str, str]:
     files = {f"mig/{name}.json": text for name, text in layouts.items()}
     files["mig/hosts.yaml"] = header(cluster.name) + "\n" + yamlout.dump(hosts, width=80)
     return files
+
+
+def shares_gpus(cluster: Cluster) -> bool:
+    """The Slurm view's GPUs make units beyond whole GPUs (shards, MPS, MIG instances)."""
+    return any(len(k.units) > 1 or k.units.get("gres/gpu", 0) != k.gpus for k in node_kinds(cluster))
