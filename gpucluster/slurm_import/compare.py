@@ -307,6 +307,8 @@ def normal_gres(line: GresDef) -> tuple[str, str, int, frozenset[str], frozenset
     options = line.options
     files = frozenset(expand(options["file"])) if "file" in options else frozenset()
     count = len(files) if files else int(options.get("count", "1") or 1)
+    if options.get("name", "").lower() in ("shard", "mps"):
+        count = int(options.get("count", "1") or 1)  # shares of the File= GPUs, not devices
     cores = frozenset(parse_cores(options["cores"])) if "cores" in options else frozenset()
     return (options.get("name", "").lower(), options.get("type", ""), count, files, cores)
 

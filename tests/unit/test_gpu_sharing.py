@@ -169,3 +169,71 @@ def test_refused_combinations_are_named(
 ) -> None:
     found = problems(inventory(inventories, sharing, memory_gb=80))
     assert any("cluster.node_types.h100.gpus.sharing" in p and message in p for p in found), found
+
+
+# --- import: sites' shards and MPS onto gpus.sharing ----------------------------------------------
+
+SITE_CONF = """\
+ClusterName=site
+SlurmctldHost=head
+SlurmUser=slurm
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core_Memory
+GresTypes=gpu,{kind}
+NodeName=g[1-2] CPUs=16 Boards=1 SocketsPerBoard=2 CoresPerSocket=8 ThreadsPerCore=1 RealMemory=64000 Gres={gres} State=UNKNOWN
+PartitionName=main Nodes=g[1-2] Default=YES MaxTime=INFINITE State=UP
+"""
+
+
+def site(tmp_path: Path, kind: str, gres: str, gres_conf: str) -> Path:
+    etc = tmp_path / "etc"
+    etc.mkdir(parents=True)
+    (etc / "slurm.conf").write_text(SITE_CONF.format(kind=kind, gres=gres))
+    (etc / "gres.conf").write_text(gres_conf)
+    return etc
+
+
+def imported(etc: Path, out: Path) -> tuple[dict[str, Any], list[str], list[str]]:
+    from gpucluster.slurm.view import SiteFiles
+    from gpucluster.slurm_import.adopt import import_cluster, write_inventory
+
+    try:
+        result = import_cluster(SiteFiles.in_directory(etc), "24.11")
+    except InventoryError as error:
+        return {}, [f"{p.path}: {p.message}" for p in error.problems], []
+    written = write_inventory(result, out, check=True)
+    cluster = yaml.safe_load((out / "group_vars" / "all" / "cluster.yml").read_text())["cluster"]
+    assert written.comparison is not None
+    return cluster, [], [str(d) for d in written.comparison.differences]
+
+
+def test_a_sites_shards_import_per_gpu(tmp_path: Path) -> None:
+    etc = site(tmp_path, "shard", "gpu:a5000:4,shard:32", "AutoDetect=nvml\n")
+    cluster, problems, differences = imported(etc, tmp_path / "out")
+    assert problems == [] and differences == []
+    (node_type,) = cluster["node_types"].values()
+    assert node_type["gpus"]["sharing"] == {"shard": 8}
+
+
+def test_a_sites_mps_per_device_imports_per_gpu(tmp_path: Path) -> None:
+    gres_conf = (
+        "AutoDetect=off\nName=gpu Type=rtx File=/dev/nvidia[0-1]\n"
+        "Name=mps Count=100 File=/dev/nvidia0\nName=mps Count=100 File=/dev/nvidia1\n"
+    )
+    etc = site(tmp_path, "mps", "gpu:rtx:2,mps:200", gres_conf)
+    cluster, problems, differences = imported(etc, tmp_path / "out")
+    assert problems == [], problems
+    (node_type,) = cluster["node_types"].values()
+    assert node_type["gpus"]["sharing"] == {"mps": 100}
+    # gpucluster adds its MPS hooks (the daemon per GPU and tenant): the one difference.
+    assert all("gpucluster-mps" in d for d in differences), differences
+
+
+def test_uneven_shares_are_refused_naming_why(tmp_path: Path) -> None:
+    gres_conf = "AutoDetect=off\nName=gpu File=/dev/nvidia[0-1]\nName=mps Count=150 File=/dev/nvidia0\nName=mps Count=50 File=/dev/nvidia1\n"
+    etc = site(tmp_path, "mps", "gpu:2,mps:200", gres_conf)
+    _, problems, _ = imported(etc, tmp_path / "out")
+    assert any("gives each GPU of a node the same" in p for p in problems), problems
+    odd = site(tmp_path / "odd", "shard", "gpu:4,shard:30", "AutoDetect=nvml\n")
+    _, problems, _ = imported(odd, tmp_path / "odd-out")
+    assert any("shard:30 over 4 GPUs" in p for p in problems), problems
