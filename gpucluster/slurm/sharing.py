@@ -241,6 +241,7 @@ def render_mig(cluster: Cluster) -> dict[str, str]:
     mig/hosts.yaml      host -> {layout: its layout's name (node type, or node type and cluster.nodes
                         entry), gres: its Gres= in slurm.conf (slurmctld gets it before slurmd restarts)}
     mig/<name>.json     {"gpus": {"<index>": {"<profile>": <count>}}}: what gpucluster-mig reads
+                        (and a description: the generated header, JSON having no comments)
     """
     import json
 
@@ -261,7 +262,8 @@ def render_mig(cluster: Cluster) -> dict[str, str]:
         )
         hosts[host] = {"layout": name, "gres": node_gres(view.node_type(host))}
         per_gpu = {str(i): layout for i, layout in enumerate(gpus.sharing.mig.layouts(gpus.count))}
-        layouts[name] = json.dumps({"gpus": per_gpu}, indent=2, sort_keys=True) + "\n"
+        doc = {"description": header(cluster.name, comment="").strip(), "gpus": per_gpu}
+        layouts[name] = json.dumps(doc, indent=2, sort_keys=True) + "\n"
     if not hosts:
         return {}
     files = {f"mig/{name}.json": text for name, text in layouts.items()}
