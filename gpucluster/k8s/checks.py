@@ -82,7 +82,15 @@ class _KubernetesChecker:
         self.check_names()
         self.check_topology()
         self.check_storage()
+        self.check_sharing()
         return self.problems
+
+    def check_sharing(self) -> None:
+        """Shared GPUs of the Kubernetes-owned nodes (gpucluster.k8s.sharing)."""
+        from gpucluster.k8s.sharing import sharing_problems
+
+        for parts, message in sharing_problems(pods_view(self.cluster), self.k8s):
+            self.fail_outside(parts, message)
 
     def check_gang_scheduler(self) -> None:
         """One gang scheduler binds the pods of the Kubernetes-owned GPU nodes: KAI and Volcano would

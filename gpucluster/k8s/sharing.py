@@ -171,3 +171,42 @@ def mig_class_expression(profile: str) -> str:
 def mig_resource(profile: str) -> str:
     """The extended resource Kueue and quotas count a MIG profile's instances by."""
     return f"nvidia.com/mig-{profile}"
+
+
+def sharing_problems(view: Cluster, k8s: KubernetesSpec) -> list[tuple[list[str | int], str]]:
+    """(key path under cluster, message) of what Kubernetes cannot do with the shared GPUs it owns."""
+    problems: list[tuple[list[str | int], str]] = []
+    strategy = k8s.gpu_operator.mig_strategy
+    for name, sharing in sharing_by_type(view).items():
+        parts: list[str | int] = ["node_types", name, "gpus", "sharing"]
+        gpus = view.spec.node_types[name].gpus
+        assert gpus is not None
+        if sharing.time_slicing is not None and k8s.device_allocation == "dra":
+            problems.append(
+                (
+                    [*parts, "time_slicing"],
+                    "time-slicing replicas are the device plugin's, off with device_allocation `dra` (a DRA "
+                    "claim shares a GPU through its own config): leave time_slicing out or use the device plugin",
+                )
+            )
+        if sharing.mig is None or k8s.device_allocation != "device-plugin":
+            continue
+        if strategy == "none":
+            problems.append(
+                (
+                    ["kubernetes", "gpu_operator", "mig_strategy"],
+                    f"node type {name} has MIG instances, which the device plugin offers only with mig_strategy "
+                    "single or mixed (leave it out for mixed)",
+                )
+            )
+        if strategy == "single":
+            profiles = {p for layout in sharing.mig.layouts(gpus.count) for p in layout}
+            if len(profiles) > 1:
+                problems.append(
+                    (
+                        ["kubernetes", "gpu_operator", "mig_strategy"],
+                        f"mig_strategy single needs one profile on every GPU of a node; node type {name} has "
+                        f"{', '.join(sorted(profiles))}: use mixed",
+                    )
+                )
+    return problems
