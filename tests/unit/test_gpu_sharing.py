@@ -237,3 +237,39 @@ def test_uneven_shares_are_refused_naming_why(tmp_path: Path) -> None:
     odd = site(tmp_path / "odd", "shard", "gpu:4,shard:30", "AutoDetect=nvml\n")
     _, problems, _ = imported(odd, tmp_path / "odd-out")
     assert any("shard:30 over 4 GPUs" in p for p in problems), problems
+
+
+def test_managed_node_software_installs_what_sharing_needs(inventories: InventoryFactory) -> None:
+    from gpucluster.nodesoftware.stack import resolve_stacks
+
+    data = copy.deepcopy(BASE)
+    data["cluster"]["slurm"]["version"] = "24.11"
+    node_type = data["cluster"]["node_types"]["h100"]
+    node_type["software"] = {"driver": {"source": "debian"}}
+    node_type["gpus"] = {
+        "model": "h100",
+        "count": 8,
+        "memory_gb": 80,
+        "sharing": {"mig": {"layout": {"7g.80gb": 1}}},
+    }
+    stacks = resolve_stacks(
+        load_cluster(inventories.make(SMALL_HOSTS, yaml.safe_dump(data), name="mig"))
+    ).stacks
+    assert "slurm-wlm-nvml-plugin" in stacks["h100"].packages  # MIG autodetects with NVML
+    node_type["gpus"] = {"model": "h100", "count": 8, "devices": "/dev/nvidia[0-7]", "sharing": {"mps": 100}}
+    stacks = resolve_stacks(
+        load_cluster(inventories.make(SMALL_HOSTS, yaml.safe_dump(data), name="mps"))
+    ).stacks
+    assert "nvidia-cuda-mps" in stacks["h100"].packages
+    # forky carries no NVML plugin for 26.05: a MIG node type whose software gpucluster installs is refused.
+    data["cluster"]["slurm"]["version"] = "26.05"
+    node_type["gpus"] = {
+        "model": "h100",
+        "count": 8,
+        "memory_gb": 80,
+        "sharing": {"mig": {"layout": {"7g.80gb": 1}}},
+    }
+    found = problems(inventories.make(SMALL_HOSTS, yaml.safe_dump(data), name="forky"))
+    assert any("sharing.mig" in p and "slurmd finds MIG instances through NVML only" in p for p in found), (
+        found
+    )
