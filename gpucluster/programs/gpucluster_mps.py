@@ -27,6 +27,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +36,7 @@ CONF = "/etc/slurm/gpucluster-mps.conf"
 STATE = "/run/gpucluster-mps"
 CONTROL = "nvidia-cuda-mps-control"
 SHARED = "shared"
+LOG = "gpucluster-mps.log"  # in the state directory: what a hook could not do
 
 
 @dataclass(frozen=True)
@@ -233,7 +235,11 @@ def main(argv: list[str] | None = None, env: Mapping[str, str] | None = None) ->
             prolog_plan(env, bool(between), state) if context == "prolog_slurmd" else epilog_plan(env, state)
         )
         for problem in carry_out(plan, state, args.dry_run):
-            print(f"gpucluster-mps: job {env.get('SLURM_JOB_ID', '?')}: {problem}", file=sys.stderr)
+            line = f"gpucluster-mps: job {env.get('SLURM_JOB_ID', '?')}: {problem}"
+            print(line, file=sys.stderr)
+            if not args.dry_run:  # slurmd keeps no output of a Prolog that succeeds
+                with open(state / LOG, "a", encoding="utf-8") as log:
+                    log.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {context} {line}\n")
     return 0
 
 

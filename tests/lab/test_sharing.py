@@ -9,8 +9,8 @@ slurmctld and slurmd (the lab's GPUs are device files, /dev/nvidia0 standing for
   with AssocGrpGRES;
 - likewise MPS: two tenants' jobs on the one GPU, each with CUDA_MPS_ACTIVE_THREAD_PERCENTAGE and
   its tenant's MPS pipe directory from gpucluster-mps (Prolog and TaskProlog), their records gone
-  after the Epilog; the tenant's MPS limit holds. The MPS control daemon itself needs an NVIDIA
-  driver: the lab has none, and slurmd's log says gpucluster-mps did not start it.
+  after the Epilog; the tenant's MPS limit holds (AssocGrpGRES). The MPS control daemon itself needs an NVIDIA
+  driver: the lab has none, and gpucluster-mps's log says it did not start it.
 
 Then the lab runs its own inventory again. tests/lab/older_releases.py runs the same on 24.11 and
 22.05 (shards only there: 22.05 takes one Prolog, the health check's).
@@ -19,7 +19,6 @@ Then the lab runs its own inventory again. tests/lab/older_releases.py runs the 
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -42,7 +41,7 @@ pytestmark = pytest.mark.lab
 SHARED_DIR = "/scratch/gpucluster-sharing"
 ONE_GPU = 'model: h100, count: 1, devices: "/dev/nvidia0", memory_gb: 80'
 # gpu03: one GPU of 4 shards; gpu04: one GPU shared by MPS (100 shares). The tenants' numbers fit
-# the 18 GPUs left (16 on gpu01-02); research may hold 3 shards and 150 MPS shares at once.
+# the 18 GPUs left (16 on gpu01-02); research may hold 3 shards and 60 MPS shares at once.
 NODES = (
     "    - {group: gpu_nodes, type: sim-h100}\n",
     "    - {group: leaf1_nodes, type: sim-h100}\n"
@@ -71,7 +70,7 @@ def shared_inventory(mps: bool) -> Path:
     text = text.replace(old, new + (MPS_NODE if mps else WHOLE_GPU04))
     for before, after in TENANTS.items():
         assert before in text, before
-        text = text.replace(before, after.replace("MPS_UNITS", ", mps: 150" if mps else ""))
+        text = text.replace(before, after.replace("MPS_UNITS", ", mps: 60" if mps else ""))
     target = inventory_dir(source)
     (target / "group_vars" / "all" / "cluster.yml").write_text(text)
     return target
@@ -221,11 +220,11 @@ def mps_proof(lab_env: Lab) -> list[str]:
         *(f"{name}: CUDA_VISIBLE_DEVICES={e['CUDA_VISIBLE_DEVICES']} "
           f"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE={e['CUDA_MPS_ACTIVE_THREAD_PERCENTAGE']} "
           f"CUDA_MPS_PIPE_DIRECTORY={e['CUDA_MPS_PIPE_DIRECTORY']}" for name, e in (("mps-a", a), ("mps-b", b))))  # fmt: skip
-    over = held_job(lab_env, "carol", "mps:150", "gpu04", "mps-c")
-    time.sleep(1)
-    state = job_field(lab_env, over, "JobState"), job_field(lab_env, over, "Reason")
-    say(transcript, f"carol's mps:150 (research may hold 150, alice holds 50): {state[0]} ({state[1]})")
-    assert state[0] == "PENDING", state
+    # research may hold 60 MPS shares: with bob's job gone, carol's 20 beside alice's 50 wait.
+    lab_env.ok("scancel", first)
+    over = held_job(lab_env, "carol", "mps:20", "gpu04", "mps-c")
+    wait_state(lab_env, over, "PENDING", "AssocGrpGRES")
+    say(transcript, "carol's mps:20 beside alice's mps:50 (research may hold 60): PENDING (AssocGrpGRES)")
     log = lab_env.ok("grep", "-h", "gpucluster-mps", "/var/log/slurm/slurmd.log", host="gpu04")
     assert "nvidia-cuda-mps-control not found" in log, log
     say(transcript, "slurmd.log: " + log.strip().splitlines()[-1])
