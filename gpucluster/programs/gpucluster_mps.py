@@ -14,7 +14,8 @@ What each node does is in /etc/slurm/gpucluster-mps.conf (rendered by gpucluster
 set of nodes: `nodes` (names) and `between_tenants` (yes/no).
 
 Python 3 standard library only. Without nvidia-cuda-mps-control (no NVIDIA driver stack) the
-daemon is not started and the job runs without MPS; the hook says so on stderr (slurmd's log) and
+daemon is not started and the job runs without MPS; the hook says so on stderr and in
+/run/gpucluster-mps/gpucluster-mps.log (slurmd keeps no output of a Prolog that succeeds), and
 never fails the job, which would drain the node.
 """
 

@@ -225,9 +225,9 @@ def mps_proof(lab_env: Lab) -> list[str]:
     over = held_job(lab_env, "carol", "mps:20", "gpu04", "mps-c")
     wait_state(lab_env, over, "PENDING", "AssocGrpGRES")
     say(transcript, "carol's mps:20 beside alice's mps:50 (research may hold 60): PENDING (AssocGrpGRES)")
-    log = lab_env.ok("grep", "-h", "gpucluster-mps", "/var/log/slurm/slurmd.log", host="gpu04")
+    log = lab_env.ok("cat", "/run/gpucluster-mps/gpucluster-mps.log", host="gpu04")
     assert "nvidia-cuda-mps-control not found" in log, log
-    say(transcript, "slurmd.log: " + log.strip().splitlines()[-1])
+    say(transcript, "gpu04:/run/gpucluster-mps/gpucluster-mps.log: " + log.strip().splitlines()[-1])
     release_jobs(lab_env)
     lab_env.wait(
         lambda: lab_env.sh("ls", "/run/gpucluster-mps/jobs", host="gpu04").stdout.split() == [],

@@ -116,6 +116,10 @@ def test_no_mps_control_never_fails_the_job(
     failing Prolog would drain the node."""
     assert hook(node, job_env("41", "research")) == 0
     assert "nvidia-cuda-mps-control not found" in capsys.readouterr().err
+    assert (
+        "prolog_slurmd gpucluster-mps: job 41: nvidia-cuda-mps-control not found"
+        in (node[1] / mps.LOG).read_text()
+    )
     assert hook(node, job_env("41", "research", context="epilog_slurmd")) == 0
     assert mps.jobs_of(node[1]) == {}
 
