@@ -273,3 +273,23 @@ def test_managed_node_software_installs_what_sharing_needs(inventories: Inventor
     assert any("sharing.mig" in p and "slurmd finds MIG instances through NVML only" in p for p in found), (
         found
     )
+
+
+def test_a_mig_layout_change_is_planned_drain_apply_restart_resume(inventories: InventoryFactory) -> None:
+    from gpucluster.changes.plan import make_plan, plan_schema
+
+    old = inventory(inventories, {"mig": {"layout": {"1g.10gb": 7}}}, devices=None, memory_gb=80)
+    new = inventories.make(
+        SMALL_HOSTS,
+        (old / "group_vars" / "all" / "cluster.yml").read_text().replace("1g.10gb: 7", "3g.40gb: 2"),
+        name="new",
+    )
+    result = make_plan(load_cluster(old), load_cluster(new))
+    steps = [(s.procedure, s.update.name.lower() if s.update else None, s.hosts) for s in result.steps]
+    assert steps[0] == ("mig_layout", "gpu_layout", tuple(f"n0{i}" for i in range(1, 9)))
+    assert steps[1][:2] == ("slurm", "restart")
+    text = result.steps[0].text
+    assert "drained, emptied" in text and "its slurmd restarted, resumed" in text
+    import jsonschema
+
+    jsonschema.validate(result.as_dict(), plan_schema())
