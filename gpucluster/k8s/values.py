@@ -42,6 +42,7 @@ from gpucluster.k8s.owners import (
 from gpucluster.k8s.sharing import gpu_operator_sharing, mig_device_classes, mig_resource, mig_strategy
 from gpucluster.k8s.volumes import mount_in_pod, rendered_claims, soperator_jail_submounts
 from gpucluster.model.cluster import Cluster
+from gpucluster.model.sharing import slurm_gres
 from gpucluster.model.spec import Owner
 
 Values = dict[str, Any]
@@ -364,6 +365,12 @@ def slinky_gpu_claim_pod(podspec: Values, slurmd: Values, template: Values) -> N
 SLINKY_GRES_CONF = "AutoDetect=nvidia\n"
 
 
+def _slinky_gres_types(cluster: Cluster, groups: list[NodeSetGroup]) -> str:
+    sharings = [cluster.spec.node_types[g.node_type].gpus for g in groups]
+    shard = any(g is not None and g.sharing is not None and g.sharing.shard is not None for g in sharings)
+    return "gpu,shard" if shard else "gpu"
+
+
 def slinky_slurm_values(cluster: Cluster, k8s: KubernetesSpec) -> Values:
     """The `slurm` chart: one NodeSet per group of same-type Slurm-on-Kubernetes hosts in the same
     partitions, and the partitions of those hosts only."""
@@ -392,7 +399,9 @@ def slinky_slurm_values(cluster: Cluster, k8s: KubernetesSpec) -> Values:
         slurmd: Values = {}
         claim: Values | None = None
         if node_type.gpus:
-            conf["Gres"] = [f"gpu:{node_type.gpus.model}:{node_type.gpus.count}"]
+            # With its shards (spread evenly over the GPUs slurmd detects: no gres.conf line needed).
+            gres = slurm_gres(node_type.gpus.model, node_type.gpus.count, node_type.gpus.sharing)
+            conf["Gres"] = [f"{name}:{count}" for name, count in gres.entries]
             if k8s.device_allocation == "device-plugin":
                 slurmd["resources"] = {"limits": {GPU_RESOURCE: node_type.gpus.count}}
             else:
@@ -431,7 +440,9 @@ def slinky_slurm_values(cluster: Cluster, k8s: KubernetesSpec) -> Values:
     values: Values = {
         "clusterName": cluster.name,
         "configFiles": config_files,
-        "controller": {"extraConfMap": {"GresTypes": "gpu"} if has_gpus else {}},
+        "controller": {
+            "extraConfMap": {"GresTypes": _slinky_gres_types(cluster, groups)} if has_gpus else {}
+        },
         "nodesets": nodesets,
         "partitions": partitions,
         "accounting": {"enabled": k8s.slurm.accounting},

@@ -167,6 +167,12 @@ def check_sharing(ctx: CheckContext) -> None:
                 f"node type {name} shares its GPUs: gres/shard, gres/mps and typed MIG GPUs need "
                 "select/cons_tres",
             )
+        if sharing.mps is not None and Owner.SLURM_ON_KUBERNETES in owners.get(name, set()):
+            ctx.fail(
+                [*parts, "mps"],
+                "Slurm on Kubernetes runs no gpucluster-mps in its slurmd pods (the MPS daemons of "
+                "gres/mps): give this node type's hosts to bare-metal Slurm, or share them by shards",
+            )
         if sharing.mig is not None and Owner.SLURM_ON_KUBERNETES in owners.get(name, set()):
             ctx.fail(
                 [*parts, "mig"],

@@ -117,3 +117,24 @@ def test_what_kubernetes_cannot_do_is_refused(tmp_path: Path, edit: Any, expecte
         load_cluster(variant_inventory(tmp_path, "shared-gpus", edit))
     found = [f"{p.path}: {p.message}" for p in info.value.problems]
     assert any(expected in p for p in found), found
+
+
+def test_slurm_on_kubernetes_nodesets_carry_their_shards(tmp_path: Path) -> None:
+    def shards(cluster: dict[str, Any]) -> None:
+        cluster["node_types"]["a3-mega"]["gpus"]["sharing"] = {"shard": 4, "time_slicing": 2}
+
+    files = render_files(load_cluster(variant_inventory(tmp_path, "gke-prod", shards)))
+    slurm = yaml.safe_load(files["helm/values/slurm.yaml"])
+    assert slurm["controller"]["extraConfMap"]["GresTypes"] == "gpu,shard"
+    assert {tuple(n["extraConfMap"]["Gres"]) for n in slurm["nodesets"].values()} == {
+        ("gpu:h100:8", "shard:32")
+    }
+
+
+def test_mps_and_mig_stay_off_slurm_on_kubernetes(tmp_path: Path) -> None:
+    def mps(cluster: dict[str, Any]) -> None:
+        cluster["node_types"]["a3-mega"]["gpus"]["sharing"] = {"mps": 100}
+
+    with pytest.raises(InventoryError) as info:
+        load_cluster(variant_inventory(tmp_path, "gke-prod", mps))
+    assert any("Slurm on Kubernetes runs no gpucluster-mps" in p.message for p in info.value.problems)
