@@ -14,6 +14,7 @@ from enum import StrEnum
 from typing import Any, TypeVar
 
 from gpucluster.hostlists import compress, expand
+from gpucluster.model.sharing import slurm_gres
 from gpucluster.slurm import accounts
 from gpucluster.verify import parse
 from gpucluster.verify.observed import Command, ControllerSeen, HostSeen, JobRun, Observations
@@ -244,9 +245,13 @@ def check_nodes(plan: Plan, seen: Observations) -> CheckResult:
             "CPUs": (str(node_type.total_cpus), fields.get("CPUTot")),
             "memory": (str(node_type.memory_mb or 1), fields.get("RealMemory")),
             "GRES": (
+                # Its GPUs (or MIG instances), shards and MPS shares, as slurm.conf's Gres= says them.
                 ",".join(
                     sorted(
-                        {f"gpu:{gpus.model}:{gpus.count}" if gpus.model else f"gpu:{gpus.count}"}
+                        {
+                            f"{name}:{count}"
+                            for name, count in slurm_gres(gpus.model, gpus.count, gpus.sharing).entries
+                        }
                         if gpus
                         else set()
                     )

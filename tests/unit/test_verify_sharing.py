@@ -92,3 +92,29 @@ def test_what_each_job_must_see(plan: Plan) -> None:
 def test_no_row_without_shared_gpus(inventories: InventoryFactory) -> None:
     plan = make_plan(load_cluster(inventories.make(HOSTS, CLUSTER)), job_name=JOB_NAME)
     assert SHARING not in [r.name for r in run_checks(plan, healthy(plan))]
+
+
+def test_the_nodes_row_expects_the_shared_gres(plan: Plan) -> None:
+    """A shard node's Gres (gpu:h100:8,shard:32) and a MIG node's (its instances) are what the
+    inventory says: the nodes row passes on them, and fails on whole GPUs there."""
+    from gpucluster.verify.observed import Command
+    from tests.unit.verify_fixtures import node_line, with_controller
+
+    gres = {
+        "g1": "gpu:h100:8(S:0-1),shard:32(S:0-1)",
+        "g2": "gpu:h100:8(S:0-1),shard:32(S:0-1)",
+        "g3": "gpu:h100:8(S:0-1),mps:800(S:0-1)",
+        "g4": "gpu:3g.40gb:2,gpu:1g.10gb:7",
+    }
+    seen = healthy(plan)
+    nodes = "\n".join(node_line(n, Gres=gres[n]) for n in plan.cluster.hosts) + "\n"
+    row = next(
+        r for r in run_checks(plan, with_controller(seen, nodes=Command(0, nodes))) if r.name == "nodes"
+    )
+    assert row.status == Status.PASS, row.detail
+    gres["g4"] = "gpu:h100:2"
+    nodes = "\n".join(node_line(n, Gres=gres[n]) for n in plan.cluster.hosts) + "\n"
+    row = next(
+        r for r in run_checks(plan, with_controller(seen, nodes=Command(0, nodes))) if r.name == "nodes"
+    )
+    assert row.status == Status.FAIL and "g4" in row.detail, row.detail
