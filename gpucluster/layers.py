@@ -30,6 +30,7 @@ from gpucluster.checks.fabric import (
 )
 from gpucluster.checks.hosts import check_addresses, check_controllers, check_gpu_devices, check_roles
 from gpucluster.checks.partitions import check_default_partition, check_partitioned, partition_warnings
+from gpucluster.checks.sharing import check_gpu_sharing, check_tenant_units
 from gpucluster.checks.storage import check_storage
 from gpucluster.checks.tenants import check_quotas, check_tenant_cycles, check_tenants
 from gpucluster.checks.users import check_users
@@ -57,6 +58,7 @@ from gpucluster.resolve import (
     resolve_tree,
 )
 from gpucluster.slurm import checks as slurm
+from gpucluster.slurm import sharing as slurm_sharing
 from gpucluster.slurm.container_checks import check_containers
 
 Step = Callable[[Resolution], None]
@@ -101,6 +103,7 @@ class Check:
 CHECKS: tuple[Check, ...] = (
     Check("node groups: hosts, node types, owners", resolve_nodes),
     Check("GPU device lists", check_gpu_devices),
+    Check("GPU sharing: MIG layouts", check_gpu_sharing),
     Check("controllers", check_controllers),
     Check("partitions: their hosts", resolve_partitions),
     Check("partitions: every Slurm host in one", check_partitioned),
@@ -118,6 +121,7 @@ CHECKS: tuple[Check, ...] = (
     Check("tenants: parents", check_tenant_cycles),
     Check("tenants: GPUs per scheduler", resolve_tenant_gpus),
     Check("tenants: quotas and limits", check_quotas),
+    Check("tenants: shared units", check_tenant_units),
     Check("Slurm: plugins", slurm.check_plugins),
     Check("Slurm: release", slurm.check_release),
     Check("Slurm: login hosts", slurm.check_login),
@@ -128,6 +132,7 @@ CHECKS: tuple[Check, ...] = (
     Check("Slurm: QOS", slurm.check_qos),
     Check("Slurm: configless", slurm.check_configless),
     Check("Slurm: GPUs", slurm.check_gpus),
+    Check("Slurm: shared GPUs", slurm_sharing.check_sharing),
     Check("Slurm: extra keys", slurm.check_extra),
     Check("Slurm: prologs and epilogs", slurm.check_prologs),
     Check("Slurm: daemons", slurm.check_daemons),

@@ -9,6 +9,7 @@ OUTPUT_PARTS: dict[str, str] = {
     "hosts": "what the roles apply to the hosts: Unix accounts, shared storage and NFS exports, node ssh",
     "containers": "containers in jobs: Pyxis' plugstack entry, enroot.conf and mounts, the container roles' settings",
     "nodes": "GPU node software per node type (role gpu_driver): packages, apt sources and pins, fabric manager, IMEX domains",
+    "mig": "MIG layouts of bare-metal Slurm's MIG nodes (role gpu_mig): each node's layout and Gres",
     "kubernetes": "Kubernetes objects: node labels, queues, DRA device classes, Slurm on Kubernetes",
     "helm": "Helm values of the Kubernetes add-ons",
     "monitoring": "Prometheus, Alertmanager, alert rules and their tests, Grafana dashboards, DCGM job mapping",

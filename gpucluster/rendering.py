@@ -16,6 +16,7 @@ from gpucluster.nodesoftware.render import render_nodes
 from gpucluster.render.hosts import render_hosts
 from gpucluster.slurm.containers import render_containers
 from gpucluster.slurm.render import render_slurm
+from gpucluster.slurm.sharing import render_mig
 
 Renderer = Callable[[Cluster], dict[str, str]]
 
@@ -29,6 +30,8 @@ CORE_RENDERERS: dict[str, Renderer] = {
     "containers": render_containers,
     # nodes/: the GPU node software of each node type (role gpu_driver), IMEX domains per block.
     "nodes": render_nodes,
+    # mig/: the MIG layouts of bare-metal Slurm's MIG nodes (role gpu_mig).
+    "mig": render_mig,
 }
 
 

@@ -21,6 +21,7 @@ from gpucluster.layers import layer_summaries, layer_tables
 from gpucluster.model.base import Owner
 from gpucluster.model.cluster import Cluster
 from gpucluster.model.releases import RELEASES, Release, SlurmVersion
+from gpucluster.model.sharing import effective_autodetect
 from gpucluster.resolved import resolved_view
 from gpucluster.slurm.accounts import fair_shares
 from gpucluster.slurm.gpus import gpu_cores, per_gpu_defaults
@@ -143,8 +144,8 @@ def node_type_table(cluster: Cluster) -> str:
         cores = gpu_cores(t)
         if t.gpus is None:
             affinity = "-"
-        elif t.gpus.autodetect != "off":
-            affinity = f"AutoDetect={t.gpus.autodetect}"
+        elif effective_autodetect(t.gpus.autodetect, t.gpus.sharing) != "off":
+            affinity = f"AutoDetect={effective_autodetect(t.gpus.autodetect, t.gpus.sharing)}"
         else:
             affinity = " ".join(dict.fromkeys(cores)) if cores else "none"
         types.append(
@@ -160,6 +161,57 @@ def node_type_table(cluster: Cluster) -> str:
         )
     columns = ("type", "nodes", "hosts", "CPUs", "memory MiB", "GPUs/node", "GPU cores")
     return table("Node types", columns, types)
+
+
+def sharing_table(cluster: Cluster) -> str | None:
+    """How each node type's GPUs are shared, and what each scheduler makes of one of its nodes:
+    Slurm's Gres=, Kubernetes' extended resources (gpus.sharing; gpucluster.model.sharing)."""
+    from gpucluster.model.sharing import describe, kubernetes_units, slurm_gres
+
+    rows = []
+    strategy = "mixed"
+    if cluster.spec.kubernetes is not None:
+        from gpucluster.k8s.model import kubernetes_of
+        from gpucluster.k8s.owners import pods_view
+        from gpucluster.k8s.sharing import mig_strategy
+
+        k8s = kubernetes_of(cluster)
+        assert k8s is not None
+        strategy = mig_strategy(pods_view(cluster), k8s)
+    for name, hosts in sorted(cluster.hosts_by_type.items()):
+        gpus = cluster.spec.node_types[name].gpus
+        if gpus is None or gpus.sharing is None:
+            continue
+        owners = sorted({cluster.owner_of[h].value for h in hosts})
+        kube = kubernetes_units(gpus.count, gpus.sharing, strategy)
+        rows.append(
+            [
+                name,
+                describe(gpus.sharing, gpus.count),
+                ", ".join(owners),
+                slurm_gres(gpus.model, gpus.count, gpus.sharing).text,
+                ", ".join(f"{r}: {n}" for r, n in kube.items()),
+            ]
+        )
+    if not rows:
+        return None
+    columns = ("type", "sharing", "owners", "Slurm Gres= per node", "Kubernetes per node")
+    return table("GPU sharing (gpus.sharing)", columns, rows)
+
+
+def tenant_units_table(cluster: Cluster) -> str | None:
+    """Each tenant's Slurm limit in the shared units of bare-metal Slurm's GPUs (GrpTRES)."""
+    from gpucluster.slurm.sharing import grp_tres, node_kinds
+
+    if Owner.SLURM not in cluster.owners:
+        return None
+    view = cluster.owned_by(Owner.SLURM)
+    if all(set(k.units) == {"gres/gpu"} and k.units["gres/gpu"] == k.gpus for k in node_kinds(view)):
+        return None
+    rows = [
+        [t.name, str(view.quota(t.name).effective_limit), grp_tres(view, t)] for t in cluster.spec.tenants
+    ]
+    return table("Tenants' Slurm limits in shared units", ("tenant", "GPU limit", "GrpTRES"), rows)
 
 
 def partition_table(cluster: Cluster) -> str:
@@ -202,6 +254,7 @@ def show(cluster: Cluster) -> str:
     parts = [f"{spec.name}  Slurm {spec.slurm.version} ({proven})", slurm_section(cluster)]
     parts += release_section(cluster)
     parts.append(node_type_table(cluster))
+    parts += [t for t in (sharing_table(cluster), tenant_units_table(cluster)) if t]
     if spec.partitions:
         parts.append(partition_table(cluster))
     if cluster.switches:

@@ -126,8 +126,21 @@ def lowered_quotas(old: dict[str, GpuQuota], new: dict[str, GpuQuota]) -> dict[s
     return out
 
 
-def quota_text(owner: Owner, quotas: dict[str, GpuQuota], lower: bool) -> str:
+def quota_text(owner: Owner, quotas: dict[str, GpuQuota], lower: bool, cluster: Cluster | None = None) -> str:
+    """The step that sets a scheduler's quotas. With `cluster` (the inventory the step's numbers
+    belong to), Slurm's limits also in the shared units its GPUs make (GrpTRES): a node that
+    moves takes its shards, MPS shares or MIG instances with it."""
     numbers = ", ".join(f"{t} {q.quota}/{q.effective_limit}" for t, q in quotas.items()) or "none"
+    if owner == Owner.SLURM and cluster is not None and Owner.SLURM in cluster.owners:
+        from gpucluster.slurm.sharing import quota_tres, shares_gpus
+
+        view = cluster.owned_by(Owner.SLURM)
+        if shares_gpus(view):
+            tres = "; ".join(
+                f"{t} " + ",".join(f"{k}={v}" for k, v in quota_tres(view, q).items())
+                for t, q in quotas.items()
+            )
+            numbers += f" (GrpTRES in shared units: {tres})"
     verb = "lower" if lower else "raise"
     accounts, kube = PROCEDURES["accounts"], PROCEDURES["kubernetes"]
     if owner == Owner.SLURM:
@@ -263,17 +276,46 @@ def on_hosts(hosts: Iterable[str], command: str) -> str:
     return for_each(hosts, f'ssh "$host" {command}', var="host")
 
 
+def carried(move: Move, new: Cluster) -> str:
+    """What the moving nodes' GPUs are in the scheduler they join, and who keeps a MIG layout."""
+    from gpucluster.model.sharing import kubernetes_units, slurm_gres
+
+    parts: list[str] = []
+    mig = False
+    for host in move.hosts:
+        gpus = new.node_type(host).gpus
+        if gpus is None or gpus.sharing is None:
+            continue
+        mig = mig or gpus.sharing.mig is not None
+        if move.target == Owner.SLURM:
+            parts.append(f"{host} Gres={slurm_gres(gpus.model, gpus.count, gpus.sharing).text}")
+        elif move.target == Owner.KUBERNETES:
+            units = kubernetes_units(gpus.count, gpus.sharing, "mixed")
+            parts.append(f"{host} " + ", ".join(f"{r}: {n}" for r, n in units.items()))
+    if not parts:
+        return ""
+    text = f"; their shared GPUs: {'; '.join(parts)}"
+    if mig and move.target == Owner.SLURM:
+        text += (
+            f"; their MIG layout stays ({PROCEDURES['mig_layout'].playbook} before: gpu_mig checks it and "
+            "re-applies it where it differs, the node not yet in slurm.conf)"
+        )
+    elif mig and move.target == Owner.KUBERNETES:
+        text += "; their MIG layout stays (the GPU Operator's MIG manager applies the same, nvidia.com/mig.config)"
+    return text
+
+
 def claim_text(move: Move, new: Cluster) -> str:
     hosts = compress(move.hosts)
     if move.target == Owner.SLURM:
         return (
             f"{PROCEDURES['slurm'].playbook}: slurm.conf with {hosts}, slurmd started, then {node_list_apply(new)}; "
-            "the nodes come up idle"
+            "the nodes come up idle" + carried(move, new)
         )
     if move.target == Owner.KUBERNETES:
         return (
             f"apply kubernetes/nodes.yaml ({OWNER_LABEL}=kubernetes and fabric labels on {hosts}), "
-            "then " + for_each(move.hosts, 'kubectl uncordon "$node"')
+            "then " + for_each(move.hosts, 'kubectl uncordon "$node"') + carried(move, new)
         )
     return (
         f"apply kubernetes/nodes.yaml ({OWNER_LABEL}=slurm-on-kubernetes, NodeSet label and taint on {hosts}), "
@@ -296,7 +338,7 @@ def move_steps(old: Cluster, new: Cluster) -> list[Step]:
         lowered = lowered_quotas(before, quotas_of(new, owner))
         if lowers(before, lowered):
             steps.append(
-                Step(owner, Action.LOWER_QUOTAS, quotas=lowered, text=quota_text(owner, lowered, True))
+                Step(owner, Action.LOWER_QUOTAS, quotas=lowered, text=quota_text(owner, lowered, True, new))
             )
     for move in found:
         for action, text in leave_texts(move, new):
@@ -306,7 +348,7 @@ def move_steps(old: Cluster, new: Cluster) -> list[Step]:
         target = quotas_of(new, owner)
         if raises(lowered_quotas(quotas_of(old, owner), target), target):
             steps.append(
-                Step(owner, Action.RAISE_QUOTAS, quotas=target, text=quota_text(owner, target, False))
+                Step(owner, Action.RAISE_QUOTAS, quotas=target, text=quota_text(owner, target, False, new))
             )
     return steps
 

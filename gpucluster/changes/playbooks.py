@@ -111,6 +111,14 @@ _PROCEDURES = (
         (_play(GPU_NODES, "GPU driver stack", "gpu_driver"),),
     ),
     Procedure(
+        "mig_layout",
+        "the MIG layouts of mig/ on bare-metal Slurm's nodes, a batch at a time (cluster.slurm.upgrade."
+        "batch_size): each node whose layout differs drained, emptied (its jobs end, none is killed), "
+        "re-partitioned with nvidia-smi, given its new Gres, its slurmd restarted, resumed; the layout "
+        "also applied at every boot before slurmd",
+        (_play(GPU_NODES, "MIG layouts of bare-metal Slurm's GPUs, a batch at a time", "gpu_mig"),),
+    ),
+    Procedure(
         "slurm",
         "installs the Slurm configuration",
         (

@@ -26,6 +26,7 @@ SEVERITY = [
     Update.NODE_LIST,
     Update.STORAGE,
     Update.RESTART,
+    Update.GPU_LAYOUT,
     Update.NODE_SOFTWARE,
     Update.MOVE,
     Update.REBUILD,

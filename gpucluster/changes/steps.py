@@ -58,6 +58,7 @@ ROUTES: tuple[tuple[str, str], ...] = (
     ("hosts/users.yaml", "users"),
     ("hosts/*", "storage"),
     ("nodes/*", "node_software"),
+    ("mig/*", "mig_layout"),
     ("kubernetes/*", "kubernetes"),
     ("helm/*", "kubernetes"),
     ("monitoring/*", "monitoring"),
@@ -216,7 +217,7 @@ def lower_quotas(o: Ordering) -> None:
             ):
                 files = o.files_by_route.pop("accounts", [])
         update = Update.ACCOUNTS if owner == Owner.SLURM else Update.KUBERNETES
-        text = quota_text(owner, o.lowered[owner], lower=True)
+        text = quota_text(owner, o.lowered[owner], lower=True, cluster=o.new)
         procedure = "accounts" if owner == Owner.SLURM else "kubernetes"
         o.steps.append(
             make_step(owner, Action.LOWER_QUOTAS, update, text, quota_changes, files=files,
@@ -290,6 +291,46 @@ def node_software(o: Ordering) -> None:
     )
 
 
+def mig_layouts(o: Ordering) -> None:
+    """MIG layouts of bare-metal Slurm's nodes (mig/), before the Slurm files that give them their
+    new Gres: a batch at a time, each node whose layout changes drained, emptied, re-partitioned,
+    its slurmd restarted with its new Gres, resumed. The changes stay for the Slurm files' step
+    too (slurm.conf's Gres: a restart)."""
+    files = o.files("mig_layout")
+    if not files:
+        return
+    carried = [c for c in o.changes if c.update == Update.GPU_LAYOUT and c.path not in o.done]
+    hosts = changed_mig_hosts(o.old, o.new)
+    procedure = PROCEDURES["mig_layout"]
+    update = Update.GPU_LAYOUT if carried else Update.RENDER_ONLY
+    text = (
+        procedure.text()
+        if hosts
+        else "playbooks install the changed layouts; no GPU changes (nodes' layouts unchanged)"
+    )
+    if hosts:
+        text += f": {compress(hosts)}"
+    o.steps.append(
+        make_step(Owner.SLURM, Action.APPLY, update, text, carried, hosts, files, procedure=procedure.key)
+    )
+
+
+def changed_mig_hosts(old: Cluster, new: Cluster) -> list[str]:
+    """Bare-metal Slurm's hosts whose MIG layout the new inventory changes (or gives them)."""
+
+    def layouts(cluster: Cluster) -> dict[str, object]:
+        view = cluster.owned_by(Owner.SLURM)
+        found: dict[str, object] = {}
+        for host in view.hosts:
+            gpus = view.node_type(host).gpus
+            if gpus is not None and gpus.sharing is not None and gpus.sharing.mig is not None:
+                found[host] = gpus.sharing.mig.layouts(gpus.count)
+        return found
+
+    before, after = layouts(old), layouts(new)
+    return [h for h in new.hosts if h in after and before.get(h) != after[h]]
+
+
 def nodes_released(o: Ordering) -> None:
     """The leaving nodes are released by their schedulers (Slurm's by the next step's files); nodes
     removed from Kubernetes leave it (kubelet stopped and disabled, node objects deleted)."""
@@ -325,6 +366,8 @@ def slurm_files(o: Ordering) -> None:
         _files_of_the_upgrade(o, files, slurm_changes)
         return
     update = required_action(slurm_changes) or Update.RENDER_ONLY
+    if update == Update.GPU_LAYOUT:  # the layouts applied before (mig_layouts): the new Gres
+        update = Update.RESTART
     if nodes_change:
         update = max(update, effective(Update.NODE_LIST, o.release), key=SEVERITY.index)
     text = slurm_apply_text(
@@ -393,7 +436,13 @@ def kubernetes(o: Ordering) -> None:
                 )
             )
     files = o.files("kubernetes")
-    kube_changes = o.take(c for c in o.changes if c.update == Update.KUBERNETES)
+    kube_changes = o.take(
+        c
+        for c in o.changes
+        if c.update == Update.KUBERNETES
+        # A MIG layout only Kubernetes' nodes have: the MIG manager's ConfigMap re-partitions them.
+        or (c.update == Update.GPU_LAYOUT and any(route(f) == "kubernetes" for f in c.files))
+    )
     added = _hosts_of(o.changes, Owner.KUBERNETES, added=True, cluster=o.new)
     raising = [w for w in (Owner.KUBERNETES, Owner.SLURM_ON_KUBERNETES) if w in o.raising]
     if not (kube_changes or files or raising):
@@ -401,7 +450,11 @@ def kubernetes(o: Ordering) -> None:
     text = "; ".join([kubernetes_apply_text(files, added), *o.found.kube_notes])
     owner = raising[0] if raising else Owner.KUBERNETES
     if raising:
-        text = "; ".join(quota_text(w, quotas_of(o.new, w), lower=False) for w in raising) + "; " + text
+        text = (
+            "; ".join(quota_text(w, quotas_of(o.new, w), lower=False, cluster=o.new) for w in raising)
+            + "; "
+            + text
+        )
     o.steps.append(
         make_step(owner, Action.RAISE_QUOTAS if raising else Action.APPLY, Update.KUBERNETES, text,
                   kube_changes, [*added, *o.removed_kube], files,
@@ -421,7 +474,9 @@ def accounts(o: Ordering) -> None:
         return
     text = "; ".join([PROCEDURES["accounts"].text(), *o.found.account_notes])
     if raise_slurm:
-        text = quota_text(Owner.SLURM, quotas_of(o.new, Owner.SLURM), lower=False) + "; " + text
+        text = (
+            quota_text(Owner.SLURM, quotas_of(o.new, Owner.SLURM), lower=False, cluster=o.new) + "; " + text
+        )
     o.steps.append(
         make_step(Owner.SLURM, Action.RAISE_QUOTAS if raise_slurm else Action.APPLY, Update.ACCOUNTS, text, carried,
                   files=files, quotas=quotas_of(o.new, Owner.SLURM) if raise_slurm else None, procedure="accounts")
@@ -474,6 +529,8 @@ PHASES: tuple[Callable[[Ordering], None], ...] = (
     users_and_storage,
     node_software,
     nodes_released,
+    # After the nodes leaving Kubernetes are released (gpu_mig refuses a node whose kubelet runs).
+    mig_layouts,
     slurm_files,
     procedures_after,
     kubernetes,

@@ -6,6 +6,7 @@ import re
 
 from gpucluster.hostlists import compress
 from gpucluster.model.cluster import device_list_problem
+from gpucluster.model.sharing import effective_autodetect
 from gpucluster.model.spec import (
     CONTROLLER_ADDR,
     DBD_ADDR,
@@ -30,7 +31,7 @@ def _check_gpus(r: Resolution, node_type: NodeType, parts: list[str | int]) -> N
     gpus = node_type.gpus
     if gpus is None:
         return
-    if gpus.autodetect == "off" and not gpus.devices:
+    if effective_autodetect(gpus.autodetect, gpus.sharing) == "off" and not gpus.devices:
         r.fail([*parts, "devices"], "device files are required unless autodetect is nvml")
         return
     if gpus.devices:

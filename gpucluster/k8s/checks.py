@@ -82,7 +82,15 @@ class _KubernetesChecker:
         self.check_names()
         self.check_topology()
         self.check_storage()
+        self.check_sharing()
         return self.problems
+
+    def check_sharing(self) -> None:
+        """Shared GPUs of the Kubernetes-owned nodes (gpucluster.k8s.sharing)."""
+        from gpucluster.k8s.sharing import sharing_problems
+
+        for parts, message in sharing_problems(pods_view(self.cluster), self.k8s):
+            self.fail_outside(parts, message)
 
     def check_gang_scheduler(self) -> None:
         """One gang scheduler binds the pods of the Kubernetes-owned GPU nodes: KAI and Volcano would
@@ -164,7 +172,7 @@ class _KubernetesChecker:
         if k8s.device_allocation == "dra":
             if not k8s.dra.enabled:
                 self.fail(["dra", "enabled"], "device_allocation is `dra` but the DRA driver is not enabled")
-            if k8s.gpu_operator.mig_strategy != "none":
+            if k8s.gpu_operator.mig_strategy not in (None, "none"):
                 self.fail(
                     ["gpu_operator", "mig_strategy"],
                     "mig_strategy applies to the device plugin, which is off with device_allocation `dra` "

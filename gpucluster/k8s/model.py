@@ -156,8 +156,12 @@ class GpuOperatorSettings(Strict):
         Update.KUBERNETES,
         default=True,
     )
-    mig_strategy: Literal["none", "single", "mixed"] = spec(
-        "How MIG devices are exposed (device plugin only).", Update.KUBERNETES, default="none"
+    mig_strategy: Literal["none", "single", "mixed"] | None = spec(
+        "How the device plugin exposes MIG instances: `mixed` (nvidia.com/mig-<profile>), `single` "
+        "(nvidia.com/gpu; one profile on every GPU of a node), `none`. Default: mixed where "
+        "Kubernetes owns nodes of a node type with gpus.sharing.mig, else none.",
+        Update.KUBERNETES,
+        default=None,
     )
     nfd: StrictBool = spec(
         "Deploy Node Feature Discovery with the GPU Operator (only one NFD per cluster).",

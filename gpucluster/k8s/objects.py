@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from gpucluster.k8s.host_software import host_stacks, operator_labels
@@ -38,6 +38,13 @@ from gpucluster.k8s.owners import (
     owner_toleration,
     scheduler_tenants,
     slurm_pods_view,
+)
+from gpucluster.k8s.sharing import (
+    mig_class_expression,
+    mig_device_classes,
+    mig_resource,
+    node_sharing_labels,
+    units_of_type,
 )
 from gpucluster.model.cluster import Cluster, topology_of_block
 from gpucluster.model.spec import TREE_TOPOLOGY, Owner, Tenant
@@ -159,6 +166,7 @@ def node_objects(cluster: Cluster, k8s: KubernetesSpec) -> list[Obj]:
         for feature in node_type.features:
             labels[f"gpucluster.io/feature-{k8s_name(feature)}"] = "true"
         labels[OWNER_LABEL] = owner.value
+        labels.update(node_sharing_labels(cluster, host, k8s))
         slurm_pod_node = owner == Owner.SLURM_ON_KUBERNETES
         if slurm_pod_node and host in nodeset_of:
             labels[NODESET_LABEL] = nodeset_of[host]
@@ -234,6 +242,9 @@ class FlavorShare:
     gpus: int
     millicpu: int
     memory_mib: int
+    # Extended resource -> how many of it these GPUs are (time-slicing replicas, MIG instances);
+    # without sharing, {nvidia.com/gpu: gpus}.
+    units: dict[str, int] = field(default_factory=dict)
 
 
 def split_by_capacity(total: int, capacities: list[int]) -> list[int]:
@@ -248,7 +259,9 @@ def split_by_capacity(total: int, capacities: list[int]) -> list[int]:
     return shares
 
 
-def flavor_shares(cluster: Cluster, gpus: int) -> list[FlavorShare]:
+def flavor_shares(cluster: Cluster, gpus: int, k8s: KubernetesSpec | None = None) -> list[FlavorShare]:
+    """The tenant's `gpus` split over the view's GPU node types by their GPUs; with `k8s`, each
+    share also in the extended resources its nodes advertise (gpucluster.k8s.sharing)."""
     types = gpu_node_types(cluster)
     capacities = []
     for name in types:
@@ -258,42 +271,54 @@ def flavor_shares(cluster: Cluster, gpus: int) -> list[FlavorShare]:
     for name, share in zip(types, split_by_capacity(gpus, capacities), strict=True):
         node_type = cluster.spec.node_types[name]
         per_node = node_type.gpus.count if node_type.gpus else 1
+        advertised = units_of_type(cluster, k8s, name) if k8s is not None else {GPU_RESOURCE: per_node}
         out.append(
             FlavorShare(
                 flavor=k8s_name(name),
                 gpus=share,
                 millicpu=node_type.total_cpus * 1000 * share // per_node,
                 memory_mib=(node_type.memory_mb or 0) * share // per_node,
+                units={resource: count * share // per_node for resource, count in advertised.items()},
             )
         )
     return out
 
 
-def resource_groups(cluster: Cluster, quota: int, limit: int) -> list[Obj]:
-    """One resource group: GPUs with the CPU and memory of their share of nodes."""
-    nominal = flavor_shares(cluster, quota)
-    ceiling = flavor_shares(cluster, limit)
+def gpu_resources(cluster: Cluster, k8s: KubernetesSpec | None) -> list[str]:
+    """The GPU resources Kueue covers for the view: nvidia.com/gpu, then each MIG profile's."""
+    found = [GPU_RESOURCE]
+    if k8s is not None:
+        for name in gpu_node_types(cluster):
+            found += [r for r in units_of_type(cluster, k8s, name) if r not in found]
+    return [GPU_RESOURCE, *sorted(r for r in found if r != GPU_RESOURCE)]
+
+
+def resource_groups(cluster: Cluster, quota: int, limit: int, k8s: KubernetesSpec | None = None) -> list[Obj]:
+    """One resource group: GPUs (and the shared units they are: time-slicing replicas, MIG
+    instances) with the CPU and memory of their share of nodes. Every flavor lists every covered
+    resource (Kueue's rule), 0 where its nodes have none of it."""
+    nominal = flavor_shares(cluster, quota, k8s)
+    ceiling = flavor_shares(cluster, limit, k8s)
+    gpu_kinds = gpu_resources(cluster, k8s)
     flavors = []
     for low, high in zip(nominal, ceiling, strict=True):
-        flavors.append(
+        resources: list[Obj] = [
             {
-                "name": low.flavor,
-                "resources": [
-                    {
-                        "name": "cpu",
-                        "nominalQuota": f"{low.millicpu}m",
-                        "borrowingLimit": f"{high.millicpu - low.millicpu}m",
-                    },
-                    {
-                        "name": "memory",
-                        "nominalQuota": f"{low.memory_mib}Mi",
-                        "borrowingLimit": f"{high.memory_mib - low.memory_mib}Mi",
-                    },
-                    {"name": GPU_RESOURCE, "nominalQuota": low.gpus, "borrowingLimit": high.gpus - low.gpus},
-                ],
-            }
-        )
-    return [{"coveredResources": ["cpu", "memory", GPU_RESOURCE], "flavors": flavors}]
+                "name": "cpu",
+                "nominalQuota": f"{low.millicpu}m",
+                "borrowingLimit": f"{high.millicpu - low.millicpu}m",
+            },
+            {
+                "name": "memory",
+                "nominalQuota": f"{low.memory_mib}Mi",
+                "borrowingLimit": f"{high.memory_mib - low.memory_mib}Mi",
+            },
+        ]
+        for kind in gpu_kinds:
+            have, most = low.units.get(kind, 0), high.units.get(kind, 0)
+            resources.append({"name": kind, "nominalQuota": have, "borrowingLimit": most - have})
+        flavors.append({"name": low.flavor, "resources": resources})
+    return [{"coveredResources": ["cpu", "memory", *gpu_kinds], "flavors": flavors}]
 
 
 def resource_flavors(cluster: Cluster, k8s: KubernetesSpec) -> list[Obj]:
@@ -325,7 +350,7 @@ def kueue_cohorts(cluster: Cluster, k8s: KubernetesSpec) -> list[Obj]:
         spec = {
             "parentName": _cohort_of(tenant, k8s),
             "fairSharing": {"weight": tenant.fairshare},
-            "resourceGroups": resource_groups(cluster, own_quota, own_limit),
+            "resourceGroups": resource_groups(cluster, own_quota, own_limit, k8s),
         }
         objects.append(_obj(KUEUE_API, "Cohort", _meta(tenant.name), spec=spec))
     return objects
@@ -345,7 +370,7 @@ def cluster_queues(cluster: Cluster, k8s: KubernetesSpec) -> list[Obj]:
                 "withinClusterQueue": "LowerPriority",
             },
             "resourceGroups": resource_groups(
-                cluster, cluster.quota(tenant.name).quota, cluster.quota(tenant.name).effective_limit
+                cluster, cluster.quota(tenant.name).quota, cluster.quota(tenant.name).effective_limit, k8s
             ),
         }
         objects.append(_obj(KUEUE_API, "ClusterQueue", _meta(tenant.name), spec=spec))
@@ -370,23 +395,40 @@ def local_queues(cluster: Cluster) -> list[Obj]:
 
 def tenant_quotas(cluster: Cluster, k8s: KubernetesSpec) -> list[Obj]:
     """A ResourceQuota per tenant namespace: at most the tenant's Kubernetes limit of GPUs requested
-    at once there, whoever schedules the pods (a pod naming no queue or another scheduler included).
-    With DRA, per device class of each node type (the tenant's limit split as for Kueue's flavors),
-    and none through the driver's own GPU classes."""
+    at once there, whoever schedules the pods (a pod naming no queue or another scheduler included),
+    in the units the nodes advertise (time-slicing replicas, MIG instances; a unit the tenant
+    numbers itself, `units`, keeps its number). With DRA, per device class of each node type (the
+    tenant's limit split as for Kueue's flavors), and none through the driver's own GPU classes."""
     objects = []
     types = gpu_node_types(cluster)
     for tenant in leaf_tenants(cluster):
-        limit = cluster.quota(tenant.name).effective_limit
+        quota = cluster.quota(tenant.name)
+        limit = quota.effective_limit
         hard: Obj
         if k8s.device_allocation == "dra":
             shares = flavor_shares(cluster, limit)
-            hard = {
-                f"{device_class_name(name)}.deviceclass.resource.k8s.io/devices": str(share.gpus)
-                for name, share in zip(types, shares, strict=True)
-            }
+            hard = {}
+            mig_classes = mig_device_classes(cluster)
+            for name, share in zip(types, shares, strict=True):
+                mine = [(profile, c) for t, profile, c in mig_classes if t == name]
+                if not mine:
+                    hard[f"{device_class_name(name)}.deviceclass.resource.k8s.io/devices"] = str(share.gpus)
+                    continue
+                per_node = units_of_type(cluster, k8s, name)
+                count = cluster.spec.node_types[name].gpus.count  # type: ignore[union-attr]
+                for profile, class_name in mine:
+                    number = per_node.get(mig_resource(profile), 0) * share.gpus // count
+                    number = quota.units.get(profile, number)
+                    hard[f"{class_name}.deviceclass.resource.k8s.io/devices"] = str(number)
             hard.update({f"{c}.deviceclass.resource.k8s.io/devices": "0" for c in DRA_DRIVER_GPU_CLASSES})
         else:
-            hard = {f"requests.{GPU_RESOURCE}": str(limit)}
+            totals: dict[str, int] = {}
+            for share in flavor_shares(cluster, limit, k8s):
+                for resource, number in share.units.items():
+                    totals[resource] = totals.get(resource, 0) + number
+            for unit, number in quota.units.items():
+                totals[mig_resource(unit)] = number
+            hard = {f"requests.{resource}": str(number) for resource, number in totals.items()}
         meta = _meta("gpucluster-gpus", namespace_of(tenant))
         objects.append(_obj("v1", "ResourceQuota", meta, spec={"hard": dict(sorted(hard.items()))}))
     return objects
@@ -460,11 +502,20 @@ def device_class_name(type_name: str) -> str:
 
 
 def device_classes(cluster: Cluster) -> list[Obj]:
-    """A DeviceClass per GPU node type: whole GPUs of that kind (by memory size when known)."""
+    """A DeviceClass per GPU node type: whole GPUs of that kind (by memory size when known); for a
+    MIG node type, one per MIG profile its layout makes, selecting the driver's MIG devices of
+    that profile."""
     objects = []
+    migs = mig_device_classes(cluster)
     for name in gpu_node_types(cluster):
         gpus = cluster.spec.node_types[name].gpus
         assert gpus is not None
+        mine = [(profile, c) for t, profile, c in migs if t == name]
+        for profile, class_name in mine:
+            spec = {"selectors": [{"cel": {"expression": mig_class_expression(profile)}}]}
+            objects.append(_obj(RESOURCE_API, "DeviceClass", _meta(class_name), spec=spec))
+        if mine:
+            continue
         expression = f"device.driver == '{GPU_DRIVER}' && device.attributes['{GPU_DRIVER}'].type == 'gpu'"
         if gpus.memory_gb:
             expression += (
@@ -475,26 +526,34 @@ def device_classes(cluster: Cluster) -> list[Obj]:
     return objects
 
 
+def _claim_template(namespace: str, name: str, class_name: str, count: int) -> Obj:
+    request = {
+        "name": "gpus",
+        "exactly": {"deviceClassName": class_name, "allocationMode": "ExactCount", "count": count},
+    }
+    spec = {"spec": {"devices": {"requests": [request]}}}
+    return _obj(RESOURCE_API, "ResourceClaimTemplate", _meta(name, namespace), spec=spec)
+
+
 def resource_claim_templates(cluster: Cluster) -> list[Obj]:
-    """Per tenant namespace and GPU node type: one GPU, and all GPUs of a node."""
+    """Per tenant namespace and GPU node type: one GPU, and all GPUs of a node; for a MIG node
+    type, one instance of each of its profiles."""
     objects = []
     namespaces = [namespace_of(t) for t in leaf_tenants(cluster)] or ["default"]
+    migs = mig_device_classes(cluster)
     for namespace in namespaces:
         for name in gpu_node_types(cluster):
             gpus = cluster.spec.node_types[name].gpus
             assert gpus is not None
+            mine = [(profile, c) for t, profile, c in migs if t == name]
+            for profile, class_name in mine:
+                objects.append(_claim_template(namespace, k8s_name(name, profile), class_name, 1))
+            if mine:
+                continue
             for count in sorted({1, gpus.count}):
-                request = {
-                    "name": "gpus",
-                    "exactly": {
-                        "deviceClassName": device_class_name(name),
-                        "allocationMode": "ExactCount",
-                        "count": count,
-                    },
-                }
-                spec = {"spec": {"devices": {"requests": [request]}}}
-                meta = _meta(k8s_name(name, f"{count}gpu"), namespace)
-                objects.append(_obj(RESOURCE_API, "ResourceClaimTemplate", meta, spec=spec))
+                objects.append(
+                    _claim_template(namespace, k8s_name(name, f"{count}gpu"), device_class_name(name), count)
+                )
     return objects
 
 

@@ -39,8 +39,10 @@ from gpucluster.k8s.owners import (
     pods_view,
     slurm_pods_view,
 )
+from gpucluster.k8s.sharing import gpu_operator_sharing, mig_device_classes, mig_resource, mig_strategy
 from gpucluster.k8s.volumes import mount_in_pod, rendered_claims, soperator_jail_submounts
 from gpucluster.model.cluster import Cluster
+from gpucluster.model.sharing import slurm_gres
 from gpucluster.model.spec import Owner
 
 Values = dict[str, Any]
@@ -97,11 +99,13 @@ def gpu_operator_values(cluster: Cluster, k8s: KubernetesSpec) -> Values:
         "toolkit": {"enabled": gpu.toolkit and not host_owns_everywhere(cluster, "toolkit")},
         # The DRA driver allocates GPUs in `dra` mode: the device plugin must not advertise them too.
         "devicePlugin": {"enabled": k8s.device_allocation == "device-plugin"},
-        "mig": {"strategy": gpu.mig_strategy},
+        "mig": {"strategy": mig_strategy(pods_view(cluster), k8s)},
         "dcgmExporter": {"serviceMonitor": {"enabled": gpu.dcgm_service_monitor or k8s.prometheus_operator}},
         # Driver, toolkit, device plugin, DCGM, validator...: on every GPU node, whoever owns it.
         "daemonsets": {"tolerations": node_daemon_tolerations(cluster, [gpu_toleration()])},
     }
+    for key, value in gpu_operator_sharing(pods_view(cluster), k8s).items():
+        values[key] = {**values.get(key, {}), **value}
     if gpu.nfd and has_slurm_pods(cluster):
         # NFD's labels decide where the operands go: its worker must run there too.
         values["node-feature-discovery"] = {
@@ -167,9 +171,18 @@ def kueue_configuration(cluster: Cluster, k8s: KubernetesSpec) -> Values:
         }
     if k8s.device_allocation == "dra":
         # Count DRA claims against the same nvidia.com/gpu quota the ClusterQueues hold.
-        kinds = gpu_node_types(pods_view(cluster))
+        # MIG instances count against their profile's resource (nvidia.com/mig-<profile>), the
+        # one Kueue's flavors cover (gpucluster.k8s.sharing).
+        view = pods_view(cluster)
+        migs = mig_device_classes(view)
+        mig_kinds = {t for t, _, _ in migs}
+        kinds = [t for t in gpu_node_types(view) if t not in mig_kinds]
         classes = ["gpu.nvidia.com", *(device_class_name(t) for t in kinds)]
-        config["resources"] = {"deviceClassMappings": [{"name": GPU_RESOURCE, "deviceClassNames": classes}]}
+        mappings = [{"name": GPU_RESOURCE, "deviceClassNames": classes}]
+        for profile in sorted({p for _, p, _ in migs}):
+            names = [c for _, p, c in migs if p == profile]
+            mappings.append({"name": mig_resource(profile), "deviceClassNames": names})
+        config["resources"] = {"deviceClassMappings": mappings}
         config["featureGates"] = {"DynamicResourceAllocation": True}
     return config
 
@@ -352,6 +365,12 @@ def slinky_gpu_claim_pod(podspec: Values, slurmd: Values, template: Values) -> N
 SLINKY_GRES_CONF = "AutoDetect=nvidia\n"
 
 
+def _slinky_gres_types(cluster: Cluster, groups: list[NodeSetGroup]) -> str:
+    sharings = [cluster.spec.node_types[g.node_type].gpus for g in groups]
+    shard = any(g is not None and g.sharing is not None and g.sharing.shard is not None for g in sharings)
+    return "gpu,shard" if shard else "gpu"
+
+
 def slinky_slurm_values(cluster: Cluster, k8s: KubernetesSpec) -> Values:
     """The `slurm` chart: one NodeSet per group of same-type Slurm-on-Kubernetes hosts in the same
     partitions, and the partitions of those hosts only."""
@@ -380,7 +399,9 @@ def slinky_slurm_values(cluster: Cluster, k8s: KubernetesSpec) -> Values:
         slurmd: Values = {}
         claim: Values | None = None
         if node_type.gpus:
-            conf["Gres"] = [f"gpu:{node_type.gpus.model}:{node_type.gpus.count}"]
+            # With its shards (spread evenly over the GPUs slurmd detects: no gres.conf line needed).
+            gres = slurm_gres(node_type.gpus.model, node_type.gpus.count, node_type.gpus.sharing)
+            conf["Gres"] = [f"{name}:{count}" for name, count in gres.entries]
             if k8s.device_allocation == "device-plugin":
                 slurmd["resources"] = {"limits": {GPU_RESOURCE: node_type.gpus.count}}
             else:
@@ -419,7 +440,9 @@ def slinky_slurm_values(cluster: Cluster, k8s: KubernetesSpec) -> Values:
     values: Values = {
         "clusterName": cluster.name,
         "configFiles": config_files,
-        "controller": {"extraConfMap": {"GresTypes": "gpu"} if has_gpus else {}},
+        "controller": {
+            "extraConfMap": {"GresTypes": _slinky_gres_types(cluster, groups)} if has_gpus else {}
+        },
         "nodesets": nodesets,
         "partitions": partitions,
         "accounting": {"enabled": k8s.slurm.accounting},

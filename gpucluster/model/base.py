@@ -54,6 +54,11 @@ class Update(StrEnum):
         "the gpu_driver role on the node type's hosts: drain them, install the new packages, reboot "
         "where the kernel module changed, resume (running jobs finish first)"
     )
+    GPU_LAYOUT = (
+        "the GPUs re-partitioned (MIG), a batch of nodes at a time: each drained, emptied (its jobs "
+        "end), the layout applied, slurmd restarted, resumed (role gpu_mig); then slurm.conf's new "
+        "Gres (restart slurmctld, then slurmd); Kubernetes' nodes by the GPU Operator's MIG manager"
+    )
     REBUILD = "cluster rebuild: drain and reinstall the affected hosts"
     KUBERNETES = "objects re-applied to the Kubernetes API; no Slurm action"
     MOVE = (

@@ -202,6 +202,13 @@ class Release:
     oci_env_exclude: bool = True
     # PrologFlags values the release knows.
     prolog_flags: tuple[str, ...] = ("Alloc", "Contain", "DeferBatch", "NoHold", "Serial", "X11")
+    # gres/shard of MIG instances: no release documents it (gres.shtml's Sharding divides whole
+    # GPUs, checked at 24.11 and 26.05), so none is assumed to.
+    shard_on_mig: bool = False
+    # A job asking for more shards (or MPS) than one GPU of a node holds is refused at submission
+    # unless SelectTypeParameters has MULTIPLE_SHARING_GRES_PJ (23.11.1, CHANGELOG/slurm-23.11.md);
+    # before, it waited.
+    sharing_gres_one_gpu_refused: bool = True
     # Where the facts were read.
     source: str = ""
     notes: tuple[str, ...] = field(default_factory=tuple)
@@ -251,6 +258,7 @@ RELEASES: dict[str, Release] = {
             configless_serves_prolog=False,
             none_plugins=True,
             oci_env_exclude=False,
+            sharing_gres_one_gpu_refused=False,
             source="Debian bookworm 22.05.8 (real daemons)",
         ),
         Release(
@@ -276,6 +284,7 @@ RELEASES: dict[str, Release] = {
             configless_serves_prolog=False,
             prolog_flags=_PROLOG_FLAGS_23_02,
             none_plugins=True,
+            sharing_gres_one_gpu_refused=False,
             source=_DOCS,
         ),
         Release(

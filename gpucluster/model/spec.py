@@ -27,6 +27,7 @@ from gpucluster.model.base import (
 from gpucluster.model.containers import ContainerSettings
 from gpucluster.model.nodesoftware import NodeSoftware
 from gpucluster.model.releases import RELEASES, Release, SlurmVersion, known_text, release
+from gpucluster.model.sharing import SHARING_DOC, TENANT_UNITS_DOC, GpuSharing, TenantUnits
 from gpucluster.model.storage import SharedFilesystem, absolute_path
 
 __all__ = ["NAME_RE", "SLURM_TIME_RE", "Owner", "Strict", "Update", "spec"]
@@ -100,6 +101,7 @@ class GpuSpec(Strict):
         Update.RENDER_ONLY,
         default=None,
     )
+    sharing: GpuSharing | None = spec(SHARING_DOC, Update.RESTART, default=None)
 
 
 def _unique(values: list[Any]) -> list[Any]:
@@ -581,6 +583,7 @@ class GpuQuota(Strict):
         Update.ACCOUNTS,
         default=None,
     )
+    units: TenantUnits = spec(TENANT_UNITS_DOC, Update.ACCOUNTS, default_factory=dict)
 
     @property
     def effective_limit(self) -> int:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from gpucluster.hostlists import compress
+from gpucluster.model.sharing import effective_autodetect
 from gpucluster.nodesoftware import facts
 
 if TYPE_CHECKING:
@@ -140,9 +141,15 @@ def _stack_of(
     if driver.source == "nvidia":
         repo_url, repo_key = _repository(settings, suite, fail)
     packages, kernel, services = _packages(driver, soft)
-    nvml = release.packaging.nvml_plugin and node_type.gpus.autodetect == "nvml"
+    # MIG nodes autodetect with NVML whatever gpus.autodetect says (gpucluster.model.sharing).
+    autodetect = effective_autodetect(node_type.gpus.autodetect, node_type.gpus.sharing)
+    nvml = release.packaging.nvml_plugin and autodetect == "nvml"
     if nvml:
         packages.append("slurm-wlm-nvml-plugin")
+    sharing = node_type.gpus.sharing
+    if sharing is not None and sharing.mps is not None and driver.source == "debian":
+        # nvidia-cuda-mps-control, which gpucluster-mps starts for jobs asking gres/mps.
+        packages.append("nvidia-cuda-mps")
     return Stack(
         node_type=type_name,
         source=driver.source,

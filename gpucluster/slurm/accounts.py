@@ -11,6 +11,7 @@ from typing import Any
 from gpucluster.model.cluster import Cluster
 from gpucluster.model.spec import Qos, Tenant
 from gpucluster.slurm.settings import slurm_cluster_name
+from gpucluster.slurm.sharing import grp_tres
 
 
 def _qos_entry(qos: Qos) -> dict[str, Any]:
@@ -55,7 +56,7 @@ def desired_associations(cluster: Cluster) -> dict[str, Any]:
                 "fairshare": fair_shares(cluster, tenant),
                 "gpu_quota": gpus.quota,
                 "gpu_limit": gpus.effective_limit,
-                "grp_tres": f"gres/gpu={gpus.effective_limit}",
+                "grp_tres": grp_tres(cluster, tenant),
                 "qos": sorted(tenant.qos),
                 "default_qos": tenant.default_qos,
             }

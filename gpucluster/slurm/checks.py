@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING
 from gpucluster.model.base import Owner
 from gpucluster.model.releases import RELEASES, configless_serves_topology_yaml
 from gpucluster.slurm.gpus import gpu_hardware, parse_cores, socket_split_problem
-from gpucluster.slurm.settings import prolog_flags, prologs
+from gpucluster.slurm.settings import prolog_flags
+from gpucluster.slurm.sharing import uses_mps
 from gpucluster.slurm.written import (
     CGROUP_MODELLED,
     NODE_MODELLED,
@@ -374,18 +375,25 @@ def check_prologs(ctx: CheckContext) -> None:
     slurm = ctx.spec.slurm
     facts = slurm.release
     if not facts.several_prologs:
-        for field, programs in (("prolog", prologs(ctx.spec, "the health check")), ("epilog", slurm.epilog)):
-            if len(programs) < 2:
+        mps = uses_mps(ctx.spec)
+        for field, programs in (("prolog", slurm.prolog), ("epilog", slurm.epilog)):
+            given = []
+            if field == "prolog" and slurm.health and slurm.health.prolog:
+                given.append("the health check's (cluster.slurm.health.prolog)")
+            if mps:
+                given.append("gpucluster-mps's (a node type's gpus.sharing.mps)")
+            if programs:
+                given.append(
+                    f"cluster.slurm.{field}"
+                    if len(programs) == 1
+                    else f"{len(programs)} in cluster.slurm.{field}"
+                )
+            if len(given) + max(0, len(programs) - 1) < 2:
                 continue
-            both = (
-                "the health check's (cluster.slurm.health.prolog) and cluster.slurm.prolog"
-                if field == "prolog" and slurm.health and slurm.health.prolog
-                else f"{len(programs)} programs"
-            )
             ctx.fail(
                 ["slurm", field],
-                f"Slurm {facts.name} takes one {field.capitalize()} ({both} given; several from 24.05): "
-                f"give one program or a glob of a directory of them (e.g. /etc/slurm/{field}.d/*)",
+                f"Slurm {facts.name} takes one {field.capitalize()} ({' and '.join(given)} given; several "
+                f"from 24.05): give one program or a glob of a directory of them (e.g. /etc/slurm/{field}.d/*)",
             )
     flags = prolog_flags(ctx.spec)
     for index, flag in enumerate(slurm.prolog_flags):

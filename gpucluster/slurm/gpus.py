@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from gpucluster.hostlists import compress
+from gpucluster.model.sharing import effective_autodetect
+from gpucluster.slurm.sharing import gres_unit_count, shared_gres_lines, shares_unfenced
 
 if TYPE_CHECKING:
     from gpucluster.model.cluster import Cluster
@@ -36,7 +38,11 @@ def gpu_cores(node_type: NodeType) -> list[str] | None:
     """The cores of each GPU in device order, as Slurm core lists; None: no Cores= (no affinity
     asked, or slurmd detects it)."""
     gpus = node_type.gpus
-    if gpus is None or gpus.autodetect != "off" or gpus.affinity == "none":
+    if (
+        gpus is None
+        or effective_autodetect(gpus.autodetect, gpus.sharing) != "off"
+        or gpus.affinity == "none"
+    ):
         return None
     if isinstance(gpus.affinity, list):
         return list(gpus.affinity)
@@ -87,12 +93,13 @@ def socket_split_problem(node_type: NodeType) -> str | None:
 
 
 def share(node_type: NodeType) -> tuple[int, int | None] | None:
-    """(CPUs, MiB) per GPU of a node type (MiB None without memory_mb); None without GPUs."""
-    gpus = node_type.gpus
-    if gpus is None:
+    """(CPUs, MiB) per GPU of a node type as Slurm counts its GPUs (MIG instances each one; MiB
+    None without memory_mb); None without GPUs."""
+    if node_type.gpus is None:
         return None
-    memory = None if node_type.memory_mb is None else node_type.memory_mb // gpus.count
-    return node_type.total_cpus // gpus.count, memory
+    units = gres_unit_count(node_type)
+    memory = None if node_type.memory_mb is None else node_type.memory_mb // units
+    return node_type.total_cpus // units, memory
 
 
 def gpu_node_types(cluster: Cluster, partition: str) -> list[str]:
@@ -128,5 +135,53 @@ def per_gpu_defaults(cluster: Cluster, partition: Partition) -> tuple[int | None
         partition.def_mem_per_cpu_mb is not None or partition.def_mem_per_node_mb is not None
     )
     if memory is None and not other_memory_default and all(m is not None for _, m in shares):
+        if unfenced_sharing(cluster, partition.name):
+            return cpus or None, None  # DefMemPerCPU instead (memory_per_cpu)
         memory = min(m for _, m in shares if m is not None)
     return cpus or None, memory or None
+
+
+def unfenced_sharing(cluster: Cluster, partition: str) -> bool:
+    return any(shares_unfenced(t) for _, t in gpu_hardware(cluster, partition))
+
+
+def memory_per_cpu(cluster: Cluster, partition: Partition) -> int | None:
+    """DefMemPerCPU of a partition whose nodes share GPUs by shards or MPS, where it sets no
+    memory default: DefMemPerGPU never applies to those jobs (gres/gpu only), which would each
+    take a node's whole memory. The smallest memory per CPU of its GPU nodes: a job of one GPU
+    and DefCpuPerGPU CPUs then gets about its GPU's share, as with DefMemPerGPU."""
+    if (
+        partition.memory_per_gpu_mb is not None
+        or partition.def_mem_per_cpu_mb is not None
+        or partition.def_mem_per_node_mb is not None
+        or not unfenced_sharing(cluster, partition.name)
+    ):
+        return None
+    hardware = [t for _, t in gpu_hardware(cluster, partition.name)]
+    if not hardware or any(t.memory_mb is None for t in hardware):
+        return None
+    return min((t.memory_mb or 0) // t.total_cpus for t in hardware) or None
+
+
+def gres_conf_lines(node_type: NodeType) -> list[str]:
+    """gres.conf lines of a NodeName line's hosts (each after `NodeName=<hosts> `): AutoDetect or
+    the GPUs' File= lines with their cores, then their shards or MPS shares."""
+    gpus = node_type.gpus
+    assert gpus is not None
+    autodetect = effective_autodetect(gpus.autodetect, gpus.sharing)
+    kind = f" Type={gpus.model}" if gpus.model else ""
+    if gpus.sharing is not None and gpus.sharing.mig is not None:
+        # NVML reports each instance with its profile; a Count= line would ask for the sanity
+        # check Slurm does not support with MIG.
+        return [f"AutoDetect={autodetect}"]
+    lines = []
+    if autodetect != "off":
+        lines.append(f"AutoDetect={autodetect}")
+        if not gpus.devices:
+            lines.append(f"Name=gpu{kind} Count={gpus.count}")
+            return lines + shared_gres_lines(node_type, None)
+        # A site's File= lines beside AutoDetect are kept: slurmd checks the detected GPUs by them.
+    for gres in gres_lines(node_type):
+        cores = f" Cores={gres.cores}" if gres.cores else ""
+        lines.append(f"Name=gpu{kind} File={gres.devices}{cores}")
+    return lines + shared_gres_lines(node_type, devices_in_order(gpus))

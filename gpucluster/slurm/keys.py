@@ -23,6 +23,7 @@ from typing import Any
 
 from gpucluster.model.releases import Release
 from gpucluster.model.spec import NODE_ADDR, NODE_HOSTNAME
+from gpucluster.slurm.sharing import uses_mps
 
 # Files (and the record lines of slurm.conf).
 SLURM_CONF, NODE, PARTITION, GRES, CGROUP = (
@@ -132,10 +133,15 @@ def _rest_api(spec: Any) -> bool:
     return spec.slurm.rest_api is not None
 
 
+def _mps(spec: Any) -> bool:
+    return uses_mps(spec)
+
+
 CORE = "gpucluster's slurm.conf (always written)"
 HEALTH = "cluster.slurm.health (gpucluster-healthcheck)"
 PER_GPU = "each GPU partition (cluster.partitions[].cpus_per_gpu / memory_per_gpu_mb)"
 REST_API = "cluster.slurm.rest_api (JWT for slurmrestd)"
+MPS = "gpus.sharing.mps of a node type (gpucluster-mps)"
 
 # slurm.conf, in the order gpucluster writes the keys it writes.
 SLURM_CONF_KEYS = (
@@ -299,7 +305,7 @@ SLURM_CONF_KEYS = (
     _g("TLSParameters", kind=SET),
     _g("PrologSlurmctld", kind=PATH),
     _g("EpilogSlurmctld", kind=PATH),
-    _g("TaskProlog", kind=PATH),
+    _g("TaskProlog", kind=PATH, written_by=MPS, when=_mps),
     _g("TaskEpilog", kind=PATH),
     _g("SrunProlog", kind=PATH),
     _g("SrunEpilog", kind=PATH),

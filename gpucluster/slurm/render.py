@@ -28,7 +28,7 @@ from gpucluster.render.templating import header, render_template
 from gpucluster.slurm import keys
 from gpucluster.slurm.accounts import desired_associations
 from gpucluster.slurm.containers import render_oci
-from gpucluster.slurm.gpus import gres_lines, per_gpu_defaults
+from gpucluster.slurm.gpus import gres_conf_lines, memory_per_cpu, per_gpu_defaults
 from gpucluster.slurm.parse import quote_value
 from gpucluster.slurm.restapi import controller_key_path
 from gpucluster.slurm.settings import (
@@ -39,6 +39,14 @@ from gpucluster.slurm.settings import (
     prolog_flags,
     slurmctld_parameters,
     slurmd_parameters,
+)
+from gpucluster.slurm.sharing import (
+    MPS_CONF,
+    accounted_tres,
+    gres_types,
+    mps_section,
+    node_gres,
+    render_mps_conf,
 )
 from gpucluster.slurm.written import FIXED
 
@@ -59,7 +67,7 @@ CONFIGLESS_SERVED = (
 # Every file render_slurm may install in /etc/slurm (accounts.yaml stays with slurm_accounts).
 SLURM_FILES = (
     "slurm.conf", "cgroup.conf", "plugstack.conf", "gres.conf", "topology.conf", "topology.yaml", HEALTH_CONF,
-    "oci.conf",
+    "oci.conf", MPS_CONF,
 )  # fmt: skip
 
 
@@ -234,9 +242,7 @@ NODE_VALUES: dict[str, Callable[[NodeLine, HostVars], list[tuple[str, object]]]]
 
 
 def gres_of(node_type: NodeType) -> str:
-    gpus = node_type.gpus
-    assert gpus is not None
-    return f"gpu:{gpus.model}:{gpus.count}" if gpus.model else f"gpu:{gpus.count}"
+    return node_gres(node_type)
 
 
 def _yes(value: bool) -> str:
@@ -255,6 +261,9 @@ def partition_options(
         "AllowAccounts": ",".join([*p.tenants, *p.allow_accounts]) or None,
         "DefCpuPerGPU": cpus_per_gpu or None,
         "DefMemPerGPU": memory_per_gpu or None,
+        "DefMemPerCPU": p.def_mem_per_cpu_mb
+        if p.def_mem_per_cpu_mb is not None
+        else memory_per_cpu(cluster, p),
         "State": p.state,
         "Topology": p.topology if cluster.release.topology_yaml else None,
         **_exclusive(cluster, p),
@@ -416,7 +425,7 @@ CORE_VALUES: dict[str, Callable[[_Core], list[Line]]] = {
     "PrologFlags": _prolog_flags,
     "SlurmdParameters": lambda c: _listed("SlurmdParameters", slurmd_parameters(c.spec)),
     "SlurmctldParameters": lambda c: _listed("SlurmctldParameters", slurmctld_parameters(c.spec)),
-    "GresTypes": lambda c: [("GresTypes", "gpu")] if c.has_gpus else [],
+    "GresTypes": lambda c: [("GresTypes", ",".join(gres_types(c.cluster)))] if c.has_gpus else [],
     "TopologyPlugin": lambda c: (
         [("TopologyPlugin", f"topology/{c.topology}")]
         if c.topology and not uses_topology_yaml(c.cluster)
@@ -441,7 +450,9 @@ def _accounting_section(cluster: Cluster, has_gpus: bool) -> list[Line]:
             ),
             ("AccountingStoragePort", accounting.port),
         ]
-        tres = accounting.tres if accounting.tres is not None else (["gres/gpu"] if has_gpus else [])
+        tres = (
+            accounting.tres if accounting.tres is not None else (accounted_tres(cluster) if has_gpus else [])
+        )
         lines += _listed("AccountingStorageTRES", tres)
         lines += _listed("AccountingStorageEnforce", list(accounting.enforce))
     elif priority:
@@ -525,6 +536,7 @@ def conf_sections(
         _core_section(cluster, has_gpus, topology),
         _accounting_section(cluster, has_gpus),
         _health_section(cluster),
+        mps_section(cluster),
         _rest_api_section(cluster),
         _power_save_section(cluster),
         _timeouts_section(cluster),
@@ -566,7 +578,7 @@ def _context(cluster: Cluster, layer_sections: Sequence[Sequence[Line]] = ()) ->
             if p.name in cluster.partitions
         ],
         "cgroup_extra": quoted(sorted(slurm.cgroup.extra.items())),
-        "gres_lines": gres_lines,
+        "gres_conf_lines": gres_conf_lines,
         "topology": topology,
         "topology_yaml": uses_topology_yaml(cluster),
         "switches": [
@@ -642,6 +654,9 @@ def render_slurm(cluster: Cluster, layer_sections: Sequence[Sequence[Line]] = ()
     health = bare_metal_health_conf(cluster)
     if health is not None:
         files[f"slurm/{HEALTH_CONF}"] = health
+    mps = render_mps_conf(cluster, header(cluster.name))
+    if mps is not None:
+        files[f"slurm/{MPS_CONF}"] = mps
     if context["topology_yaml"]:
         files["slurm/topology.yaml"] = render_template("slurm/topology.yaml.j2", **context)
     elif context["topology"]:

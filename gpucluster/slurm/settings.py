@@ -87,7 +87,10 @@ def job_acct_gather(spec: ClusterSpec) -> str:
 
 
 def prologs(spec: ClusterSpec, health_program: str) -> list[str]:
-    """Every Prolog= of slurm.conf, in order: the health check's first."""
+    """Every Prolog= of slurm.conf, in order: the health check's first, then gpucluster-mps."""
+    from gpucluster.slurm.sharing import MPS_PROGRAM, uses_mps
+
     slurm = spec.slurm
     health = [health_program] if slurm.health is not None and slurm.health.prolog else []
-    return health + list(slurm.prolog)
+    mps = [MPS_PROGRAM] if uses_mps(spec) else []
+    return health + mps + list(slurm.prolog)

@@ -408,7 +408,11 @@ def normal_gres(lines: list[GresDef], cores_of_node: int | None = None) -> froze
         cores = frozenset(parse_cores(options["cores"])) if "cores" in options else frozenset()
         if cores and cores_of_node is not None and max(cores) >= cores_of_node:
             cores = frozenset()
-        if "file" in options:
+        if "file" in options and name in ("shard", "mps"):
+            # Shares of the File= GPUs: their count, not one per device.
+            files = ",".join(sorted(expand(options["file"])))
+            entries.add((name, kind, files, _count(options.get("count", "1")), cores))
+        elif "file" in options:
             entries.update((name, kind, device, 1, cores) for device in expand(options["file"]))
         else:
             counts[(name, kind)] = counts.get((name, kind), 0) + _count(options.get("count", "1"))

@@ -25,9 +25,12 @@ from gpucluster.render.health import HEALTH_PROGRAM
 from gpucluster.slurm import keys
 from gpucluster.slurm.defaults import CGROUP_DEFAULTS, global_default, minutes
 from gpucluster.slurm.settings import POWER_SAVE_KEYS, PRIORITY_KEYS, TIMEOUT_KEYS
+from gpucluster.slurm.sharing import MPS_PROGRAM
 from gpucluster.slurm.view import Setting, View, split_list
 from gpucluster.slurm.written import FIXED
 from gpucluster.slurm_import.compare import normal_global
+
+MPS_PLACE = "cluster.node_types.<type>.gpus.sharing.mps"
 
 NATIVE, EXTRA, MAPPED, DROPPED, DEFAULT, ASSUMED, REFUSED = (
     "native",
@@ -544,15 +547,35 @@ class GlobalImport:
             if setting.value == HEALTH_PROGRAM and self.value("HealthCheckProgram") == HEALTH_PROGRAM:
                 self.g.place(setting, NATIVE, f"{SLURM}.health.prolog")
                 continue
+            if setting.value == MPS_PROGRAM:
+                self.g.place(
+                    setting, NATIVE, MPS_PLACE, "gpucluster-mps, written where GPUs are shared by MPS"
+                )
+                continue
             programs.append(setting.value)
             self.g.place(setting, NATIVE, f"{SLURM}.prolog")
         if programs:
             self.g.slurm["prolog"] = programs
 
     def key_epilog(self, settings: list[Setting]) -> None:
-        self.g.slurm["epilog"] = [s.value for s in settings]
+        programs = []
         for setting in settings:
+            if setting.value == MPS_PROGRAM:
+                self.g.place(
+                    setting, NATIVE, MPS_PLACE, "gpucluster-mps, written where GPUs are shared by MPS"
+                )
+                continue
+            programs.append(setting.value)
             self.g.place(setting, NATIVE, f"{SLURM}.epilog")
+        if programs:
+            self.g.slurm["epilog"] = programs
+
+    def key_taskprolog(self, settings: list[Setting]) -> None:
+        setting = settings[-1]
+        if setting.value == MPS_PROGRAM:
+            self.g.place(setting, NATIVE, MPS_PLACE, "gpucluster-mps, written where GPUs are shared by MPS")
+            return
+        self.other(setting)
 
     def key_slurmdparameters(self, settings: list[Setting]) -> None:
         setting = settings[-1]
@@ -611,11 +634,18 @@ class GlobalImport:
     def key_grestypes(self, settings: list[Setting]) -> None:
         setting = settings[-1]
         types = [t.lower() for t in split_list(setting.value)]
-        others = [t for t in types if t != "gpu"]
+        others = [t for t in types if t not in ("gpu", "shard", "mps")]
         if others:
-            self.g.refuse(setting, f"gpucluster models GPUs (gres/gpu) only, not {', '.join(others)}")
+            self.g.refuse(
+                setting, f"gpucluster models GPUs (gres/gpu), shards and MPS only, not {', '.join(others)}"
+            )
             return
-        self.g.place(setting, NATIVE, "the node types' gpus", "written where nodes have GPUs")
+        self.g.place(
+            setting,
+            NATIVE,
+            "the node types' gpus",
+            "written where nodes have GPUs (with their shards and MPS)",
+        )
 
     def key_topologyplugin(self, settings: list[Setting]) -> None:
         setting = settings[-1]

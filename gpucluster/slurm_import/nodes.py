@@ -42,6 +42,10 @@ ADDRESS_VARS = {"NodeAddr": NODE_ADDR, "NodeHostname": NODE_HOSTNAME}
 _GPU_FILE = re.compile(r"^/dev/nvidia(\d+)$")
 
 
+# Gres= names gpucluster models besides gpu: gres/shard and gres/mps (gpus.sharing).
+SHARED_GRES = ("shard", "mps")
+
+
 @dataclass(frozen=True)
 class Hardware:
     """What a NodeName line says of its hosts, in the model's terms."""
@@ -52,6 +56,8 @@ class Hardware:
     weight: int | None
     gres: tuple[str | None, int] | None  # (GPU type, count)
     state: str | None
+    # Shared GPUs the Gres says besides: (("shard", node total), ("mps", node total)).
+    shared: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass
@@ -100,8 +106,9 @@ class NodeImport:
         weight = options.pop("Weight", None)
         state = options.pop("State", None)
         gres_value: tuple[str | None, int] | None = None
+        shared: tuple[tuple[str, int], ...] = ()
         if gres is not None:
-            gres_value = self.gres(gres)
+            gres_value, shared = self.gres(gres)
         features = self._features(feature) if feature is not None else ()
         weight_value = self._weight(weight) if weight is not None else None
         state_value = self._state(state) if state is not None else None
@@ -116,6 +123,7 @@ class NodeImport:
             weight_value,
             gres_value,
             state_value,
+            shared,
         )
         if memory is not None:
             self.place(memory, NATIVE, "cluster.node_types.<type>.memory_mb")
@@ -237,30 +245,82 @@ class NodeImport:
             self.place(setting, EXTRA, f"cluster.node_types.<type>.extra.{name}")
         return extra
 
-    def gres(self, setting: Setting) -> tuple[str | None, int] | None:
+    def gres(self, setting: Setting) -> tuple[tuple[str | None, int] | None, tuple[tuple[str, int], ...]]:
+        """(GPU type, count) of a NodeName line's Gres, and its shards or MPS shares (node totals:
+        gpus.sharing.shard and .mps per GPU)."""
         found: list[tuple[str | None, int]] = []
+        shared: list[tuple[str, int]] = []
         for item in split_list(setting.value):
             parts = item.split(":")
             name = parts[0].lower()
+            if name in SHARED_GRES and len(parts) == 2 and parts[1].isdigit() and "(" not in item:
+                shared.append((name, int(parts[1])))
+                continue
             if name != "gpu" or "(" in item:
                 self.refuse(
-                    setting, f"Gres {item}: gpucluster models GPUs (gpu:<type>:<count> or gpu:<count>) only"
+                    setting,
+                    f"Gres {item}: gpucluster models GPUs (gpu:<type>:<count> or gpu:<count>), shards and MPS only",
                 )
-                return None
+                return None, ()
             if len(parts) == 2:
                 found.append((None, int(parts[1])) if parts[1].isdigit() else (parts[1], 1))
             elif len(parts) == 3 and parts[2].isdigit():
                 found.append((parts[1], int(parts[2])))
             else:
                 self.refuse(setting, f"Gres {item}: not gpu:<type>:<count>")
-                return None
+                return None, ()
         if len(found) > 1:
             self.refuse(setting, "GPUs of several types on one node: gpucluster models one GPU type per node")
-            return None
+            return None, ()
+        if len({name for name, _ in shared}) > 1 or len(shared) != len({n for n, _ in shared}):
+            self.refuse(
+                setting, "shard and mps on one node: gpucluster shares a node type's GPUs one way in Slurm"
+            )
+            return None, ()
+        if shared and not found:
+            self.refuse(setting, f"Gres {setting.value}: shards or MPS without GPUs to share")
+            return None, ()
         if not found:
-            return None
+            return None, ()
         self.place(setting, NATIVE, "cluster.node_types.<type>.gpus")
-        return found[0]
+        return found[0], tuple(shared)
+
+    def shared_gpus(self, host: str, hardware: Hardware, spec: dict[str, Any]) -> None:
+        """gpus.sharing from the Gres' shard or MPS total, per GPU; gres.conf's lines of them must
+        give every GPU the same count (File= per GPU), or one total spread evenly (no File=)."""
+        assert hardware.gres is not None
+        count = hardware.gres[1]
+        for name, total in hardware.shared:
+            if total % count:
+                self.g.problems.append(
+                    _problem(
+                        None,
+                        host,
+                        f"refused: {name}:{total} over {count} GPUs: gpucluster gives each GPU the same count",
+                    )
+                )
+                self.refused_nodes = True
+                continue
+            lines = [g for g in self.view.gres.get(host, []) if g.options.get("name", "").lower() == name]
+            # A line's Count is spread over its File= devices (every GPU when it names none).
+            totals = sum(int(g.options.get("count", "1") or 1) for g in lines)
+            per_gpu = {
+                int(g.options.get("count", "1") or 1) / len(expand(g.options["file"]))
+                for g in lines
+                if "file" in g.options
+            }
+            if len(per_gpu) > 1 or (lines and totals != total):
+                self.g.problems.append(
+                    _problem(
+                        lines[0].where if lines else None,
+                        name,
+                        f"refused: gres.conf's {name} lines ({totals} in all) differ from slurm.conf's {name}:{total} "
+                        "or give GPUs different counts: gpucluster gives each GPU of a node the same",
+                    )
+                )
+                self.refused_nodes = True
+                continue
+            spec.setdefault("sharing", {})[name] = total // count
 
     def refuse(self, setting: Setting | None, reason: str) -> None:
         self.g.refuse(setting, reason)
@@ -275,6 +335,7 @@ class NodeImport:
             return None
         model, count = hardware.gres
         spec: dict[str, Any] = {"model": model, "count": count} if model else {"count": count}
+        self.shared_gpus(host, hardware, spec)
         auto = self.view.autodetect.get(host, "off")
         lines = [
             line for line in self.view.gres.get(host, []) if line.options.get("name", "").lower() == "gpu"
@@ -1173,13 +1234,29 @@ def _most_common(values: Any) -> Any:
 def _frozen(gpus: dict[str, Any] | None) -> Any:
     if gpus is None:
         return None
-    return tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in gpus.items())
+    return tuple(
+        (
+            k,
+            tuple(v)
+            if isinstance(v, list)
+            else ("dict", tuple(sorted(v.items())))
+            if isinstance(v, dict)
+            else v,
+        )
+        for k, v in gpus.items()
+    )
 
 
 def _thawed(frozen: Any) -> dict[str, Any] | None:
     if frozen is None:
         return None
-    return {k: list(v) if isinstance(v, tuple) else v for k, v in frozen}
+    out: dict[str, Any] = {}
+    for k, v in frozen:
+        if isinstance(v, tuple) and len(v) == 2 and v[0] == "dict":  # gpus.sharing
+            out[k] = dict(v[1])
+        else:
+            out[k] = list(v) if isinstance(v, tuple) else v
+    return out
 
 
 _TYPE_ORDER = (

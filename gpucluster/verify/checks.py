@@ -14,10 +14,12 @@ from enum import StrEnum
 from typing import Any, TypeVar
 
 from gpucluster.hostlists import compress, expand
+from gpucluster.model.sharing import slurm_gres
 from gpucluster.slurm import accounts
 from gpucluster.verify import parse
 from gpucluster.verify.observed import Command, ControllerSeen, HostSeen, JobRun, Observations
 from gpucluster.verify.probes import COALLOCATION, GPUS, NCCL, TOPOLOGY, Job, Plan, Skip
+from gpucluster.verify.sharing import SHARING, judge, shares, what_it_sees
 
 T = TypeVar("T")
 
@@ -243,9 +245,13 @@ def check_nodes(plan: Plan, seen: Observations) -> CheckResult:
             "CPUs": (str(node_type.total_cpus), fields.get("CPUTot")),
             "memory": (str(node_type.memory_mb or 1), fields.get("RealMemory")),
             "GRES": (
+                # Its GPUs (or MIG instances), shards and MPS shares, as slurm.conf's Gres= says them.
                 ",".join(
                     sorted(
-                        {f"gpu:{gpus.model}:{gpus.count}" if gpus.model else f"gpu:{gpus.count}"}
+                        {
+                            f"{name}:{count}"
+                            for name, count in slurm_gres(gpus.model, gpus.count, gpus.sharing).entries
+                        }
                         if gpus
                         else set()
                     )
@@ -363,6 +369,30 @@ def check_gpus(plan: Plan, seen: Observations) -> CheckResult:
         plan,
         GPUS,
         list(plan.gpu_nodes),
+    )
+
+
+def check_sharing(plan: Plan, seen: Observations) -> CheckResult:
+    """A job asking for one share of each kind of shared GPUs sees it (verify/sharing.py)."""
+    wanted = {share.job_id: share for share in shares(plan.cluster)}
+    if not wanted:
+        return CheckResult(SHARING, Status.SKIPPED, "no node shares its GPUs (gpus.sharing)")
+    assert seen.controller is not None
+    if seen.controller.jobs is None:
+        return _jobs_missing(SHARING, seen.controller)
+    findings = Findings()
+
+    def judge_share(job: Job, run: JobRun, found: Findings) -> bool:
+        share = wanted[job.id]
+        problems = judge(share, run.stdout)
+        for problem in problems:
+            found.add(f"{share.node} {share.kind} ({share.gres}): {problem}", share.node)
+        return not problems
+
+    ran = _job_results(plan, seen, seen.controller.jobs, SHARING, findings, judge_share)
+    seen_ok = [f"{s.node} {s.gres}: {what_it_sees(s)}" for s in wanted.values() if s.node in ran]
+    return _with_skips(
+        findings.result(SHARING, "; ".join(seen_ok)), plan, SHARING, sorted({s.node for s in wanted.values()})
     )
 
 
@@ -714,6 +744,7 @@ CHECKS: tuple[Callable[[Plan, Observations], CheckResult], ...] = (
     check_nodes,
     check_coallocation,
     check_gpus,
+    check_sharing,
     check_topology,
     check_accounts,
     check_versions,
@@ -727,6 +758,7 @@ NEED_CONTROLLER = {
     check_nodes,
     check_coallocation,
     check_gpus,
+    check_sharing,
     check_topology,
     check_accounts,
     check_nccl,
@@ -739,6 +771,8 @@ def run_checks(plan: Plan, seen: Observations) -> list[CheckResult]:
     without it (unreachable) they fail naming it."""
     results = []
     for check in CHECKS:
+        if check is check_sharing and not shares(plan.cluster):
+            continue  # a row of clusters sharing GPUs only
         if seen.controller is None and check in NEED_CONTROLLER:
             name = check.__name__.removeprefix("check_")
             results.append(

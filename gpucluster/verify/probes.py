@@ -20,6 +20,7 @@ from gpucluster.model.spec import Owner, Partition
 from gpucluster.slurm.settings import slurm_cluster_name
 from gpucluster.verify.container_probe import container_plan
 from gpucluster.verify.gpu_probe import GPU_STACK_PROBE, stack_hosts
+from gpucluster.verify.sharing import SHARING, share_script, shares
 
 MUNGE_KEY = "/etc/munge/munge.key"
 CONFIG_DIR = "/etc/slurm"
@@ -276,7 +277,10 @@ def make_plan(cluster: Cluster, job_name: str | None = None) -> Plan:
     skipped: list[Skip] = []
     coallocation = _coallocation_jobs(usable, name, skipped)
     topology = _topology_jobs(usable, name, skipped)
-    gpus = _gpu_jobs(usable, name, gpu_nodes, skipped)
+    mig_nodes = [h for h in gpu_nodes if (g := view.node_type(h).gpus) and g.sharing and g.sharing.mig]
+    gpus = _gpu_jobs(usable, name, [h for h in gpu_nodes if h not in mig_nodes], skipped)
+    skipped += [Skip(GPUS, h, "MIG instances, not whole GPUs: see gpu-sharing") for h in mig_nodes]
+    sharing = _sharing_jobs(usable, name, skipped)
     nccl = _nccl_job(view, name, usable.partitions, usable.submitters)
     if isinstance(nccl, Skip):
         skipped.append(nccl)
@@ -284,6 +288,8 @@ def make_plan(cluster: Cluster, job_name: str | None = None) -> Plan:
         (job,) for job in coallocation
     ]  # partitions may share nodes: one at a time
     stages += [tuple(jobs) for jobs in (topology, gpus) if jobs]  # leaves and nodes do not overlap
+    if sharing:
+        stages.append(tuple(sharing))  # one job per node and way of sharing, after the whole-GPU ones
     if isinstance(nccl, Job):
         stages.append((nccl,))
     expected = expected_config(cluster)
@@ -372,6 +378,25 @@ def _gpu_jobs(usable: _Partitions, name: str, gpu_nodes: list[str], skipped: lis
             "sh", "-c", gpu_script(devices),
         )  # fmt: skip
         jobs.append(Job(f"{GPUS}/{node}", GPUS, node, (node,), argv, _seconds(RUN_SECONDS)))
+    return jobs
+
+
+def _sharing_jobs(usable: _Partitions, name: str, skipped: list[Skip]) -> list[Job]:
+    """On one node of each kind of shared GPUs, a job asking for one share (verify/sharing.py):
+    a node shares its GPUs one way in Slurm, so the stage's jobs are on different nodes."""
+    jobs: list[Job] = []
+    for share in shares(usable.view):
+        where = usable.home([share.node])
+        if isinstance(where, str):
+            skipped.append(Skip(SHARING, share.node, where))
+            continue
+        part, who = where
+        argv = srun(
+            name, part.name, who, JOB_MINUTES,
+            "--nodes=1", f"--nodelist={share.node}", "--ntasks=1", f"--gres={share.gres}",
+            "sh", "-c", share_script(share.profile),
+        )  # fmt: skip
+        jobs.append(Job(share.job_id, SHARING, share.node, (share.node,), argv, _seconds(RUN_SECONDS)))
     return jobs
 
 

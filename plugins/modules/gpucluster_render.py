@@ -151,6 +151,18 @@ health_program:
     slurm_health role installs it on the nodes).
   type: str
   returned: always
+mig_program:
+  description: >-
+    Path on the controller of gpucluster-mig as the gpucluster package carries it (the gpu_mig
+    role installs it on bare-metal Slurm's MIG nodes).
+  type: str
+  returned: always
+mps_program:
+  description: >-
+    Path on the controller of gpucluster-mps as the gpucluster package carries it (the
+    slurm_compute role installs it on the nodes where a node type shares GPUs by MPS).
+  type: str
+  returned: always
 upgrade:
   description: >-
     How playbooks/slurm-upgrade.yml upgrades a live cluster (cluster.slurm.upgrade): backup_dir
@@ -178,6 +190,7 @@ def classify(cluster: Any) -> dict[str, Any]:
     from gpucluster.changes.moves import MOVE_REASON
     from gpucluster.changes.procedures import releases_reading, state_filesystem_entry, switch_type
     from gpucluster.model.base import Owner
+    from gpucluster.packagedata import data_path
     from gpucluster.render.health import program_path
     from gpucluster.slurm.render import conf_server, configless_served
     from gpucluster.slurm.restapi import rest_api_settings
@@ -234,6 +247,8 @@ def classify(cluster: Any) -> dict[str, Any]:
             },
         },
         "health_program": str(program_path()),
+        "mps_program": str(data_path("programs", "gpucluster_mps.py")),
+        "mig_program": str(data_path("programs", "gpucluster_mig.py")),
         # playbooks/slurm-upgrade.yml: where its backups go, how many slurmd at once.
         "upgrade": {"backup_dir": slurm.upgrade.backup_dir, "batch_size": slurm.upgrade.batch_size},
     }

@@ -12,7 +12,8 @@ description:
   - Reads the current cluster, QOS, account and user associations with C(sacctmgr -nP show),
     compares them with O(desired) (the content of slurm/accounts.yaml from C(gpucluster render))
     and runs only the sacctmgr commands that remove the difference. A second run changes nothing.
-  - Only the GPU TRES (gres/gpu) of GrpTRES/MaxTRES* limits is managed; other TRES set by hand stay.
+  - Only the GPU TRES of GrpTRES/MaxTRES* limits are managed (gres/gpu, and for accounts its typed
+    forms gres/gpu:<type>, gres/shard and gres/mps of shared GPUs); other TRES set by hand stay.
   - Accounts, user associations and QOS missing from O(desired) are deleted only when
     O(remove_absent) is true; the root account, the root user and the normal QOS never are.
 options:
@@ -56,6 +57,7 @@ from typing import Any
 from ansible.module_utils.basic import AnsibleModule
 
 GPU = "gres/gpu"
+SHARED_GPU_TRES = ("gres/shard", "gres/mps")
 PROTECTED_ACCOUNTS = {"root"}
 PROTECTED_USERS = {"root"}
 PROTECTED_QOS = {"normal"}
@@ -82,6 +84,22 @@ def parse_tres(text: str | None) -> dict[str, str]:
 
 def gpu_limit(text: str | None) -> str | None:
     return parse_tres(text).get(GPU)
+
+
+def gpu_tres(text: str | None) -> dict[str, str]:
+    """The GPU TRES of a limit: gres/gpu, gres/gpu:<type> (MIG instances), gres/shard, gres/mps."""
+    return {
+        key: value
+        for key, value in parse_tres(text).items()
+        if key == GPU or key.startswith(GPU + ":") or key in SHARED_GPU_TRES
+    }
+
+
+def tres_changes(wanted: dict[str, str], existing: dict[str, str]) -> dict[str, str]:
+    """TRES to set so that `existing` becomes `wanted` (-1 removes one no longer wanted)."""
+    changes = {key: value for key, value in wanted.items() if existing.get(key) != value}
+    changes.update({key: "-1" for key in existing if key not in wanted})
+    return dict(sorted(changes.items(), key=lambda item: (item[0] != GPU, item[0])))
 
 
 def minutes(text: str | None) -> int | None:
@@ -170,9 +188,9 @@ def _account_settings(want: dict[str, Any], have: dict[str, str] | None) -> list
         words.append(f"Parent={want.get('parent', 'root')}")
     if have is None or str(want["fairshare"]) != have.get("fairshare"):
         words.append(f"Fairshare={want['fairshare']}")
-    wanted_gpus = gpu_limit(want.get("grp_tres"))
-    if wanted_gpus != (gpu_limit(have.get("grptres")) if have else None):
-        words.append(f"GrpTRES={GPU}={wanted_gpus if wanted_gpus is not None else -1}")
+    changes = tres_changes(gpu_tres(want.get("grp_tres")), gpu_tres(have.get("grptres")) if have else {})
+    if changes:
+        words.append("GrpTRES=" + ",".join(f"{key}={value}" for key, value in changes.items()))
     wanted_qos = sorted(want.get("qos") or [])
     if wanted_qos and (have is None or wanted_qos != names(have.get("qos"))):
         words.append(f"QOS={','.join(wanted_qos)}")

@@ -179,6 +179,36 @@ def gpus_of(cluster: Cluster, node: Obj) -> int:
     return gpus.count if gpus else 0
 
 
+def advertised(cluster: Cluster, files: Rendered, node: Obj) -> dict[str, int]:
+    """Extended resource -> how many the node advertises, as the RENDERED GPU Operator values make
+    its device plugin do: MIG instances of the mig-parted configuration its nvidia.com/mig.config
+    label names (mixed strategy: nvidia.com/mig-<profile>; single: nvidia.com/gpu), else its GPUs
+    times the time-slicing replicas of the device plugin configuration its label names."""
+    operator = files.values.get("gpu-operator", {})
+    labels = labels_of(node)
+    count = gpus_of(cluster, node)
+    mig_config = labels.get("nvidia.com/mig.config")
+    if mig_config:
+        text = operator["migManager"]["config"]["data"]["config.yaml"]
+        entries = yaml.safe_load(text)["mig-configs"][mig_config]
+        out: dict[str, int] = {}
+        strategy = operator["mig"]["strategy"]
+        for entry in entries:
+            gpus = count if entry["devices"] == "all" else len(entry["devices"])
+            for profile, number in (entry.get("mig-devices") or {}).items():
+                resource = GPU if strategy == "single" else f"nvidia.com/mig-{profile}"
+                out[resource] = out.get(resource, 0) + gpus * number
+        return out
+    replicas = 1
+    plugin_config = labels.get("nvidia.com/device-plugin.config")
+    if plugin_config:
+        config = yaml.safe_load(operator["devicePlugin"]["config"]["data"][plugin_config])
+        (resource,) = config["sharing"]["timeSlicing"]["resources"]
+        assert resource["name"] == GPU
+        replicas = resource["replicas"]
+    return {GPU: count * replicas}
+
+
 # --- the checks, as functions returning problems (so that the negative tests can prove them) ------
 
 
@@ -243,35 +273,52 @@ def nodeset_problems(files: Rendered) -> list[str]:
     return problems
 
 
-def _gpu_quota(resource_groups: list[Obj], flavor: str, field_name: str) -> int:
+def _gpu_quota(resource_groups: list[Obj], flavor: str, field_name: str, resource: str = GPU) -> int:
     total = 0
     for group in resource_groups:
         for entry in group["flavors"]:
             if entry["name"] == flavor:
-                total += sum(int(r.get(field_name, 0)) for r in entry["resources"] if r["name"] == GPU)
+                total += sum(int(r.get(field_name, 0)) for r in entry["resources"] if r["name"] == resource)
     return total
 
 
+def _gpu_resources(holders: list[Obj]) -> set[str]:
+    """The GPU resources the holders' resource groups cover (nvidia.com/gpu, nvidia.com/mig-*)."""
+    return {
+        name
+        for h in holders
+        for g in h["spec"].get("resourceGroups", [])
+        for name in g["coveredResources"]
+        if name.startswith("nvidia.com/")
+    } | {GPU}
+
+
 def kueue_problems(cluster: Cluster, files: Rendered) -> list[str]:
-    """Per flavor: nominal GPU quotas of every ClusterQueue and Cohort <= GPUs of the nodes it selects."""
+    """Per flavor and GPU resource: nominal quotas of every ClusterQueue and Cohort <= what the nodes
+    it selects advertise (GPUs, time-slicing replicas, MIG instances)."""
     problems = []
     holders = files.kinds("ClusterQueue") + files.kinds("Cohort")
     for flavor, labels in files.flavors.items():
-        capacity = sum(gpus_of(cluster, n) for n in files.nodes.values() if selects(labels, n))
-        nominal = sum(
-            _gpu_quota(h["spec"].get("resourceGroups", []), flavor, "nominalQuota") for h in holders
-        )
-        if nominal > capacity:
-            problems.append(f"flavor {flavor}: nominal GPU quotas {nominal} > {capacity} GPUs of its nodes")
-        for holder in holders:
-            groups = holder["spec"].get("resourceGroups", [])
-            ceiling = _gpu_quota(groups, flavor, "nominalQuota") + _gpu_quota(
-                groups, flavor, "borrowingLimit"
+        selected = [n for n in files.nodes.values() if selects(labels, n)]
+        for resource in sorted(_gpu_resources(holders)):
+            capacity = sum(advertised(cluster, files, n).get(resource, 0) for n in selected)
+            nominal = sum(
+                _gpu_quota(h["spec"].get("resourceGroups", []), flavor, "nominalQuota", resource)
+                for h in holders
             )
-            if ceiling > capacity:
+            if nominal > capacity:
                 problems.append(
-                    f"{holder['metadata']['name']} may hold {ceiling} GPUs of flavor {flavor} ({capacity})"
+                    f"flavor {flavor}: nominal {resource} quotas {nominal} > {capacity} of its nodes"
                 )
+            for holder in holders:
+                groups = holder["spec"].get("resourceGroups", [])
+                ceiling = _gpu_quota(groups, flavor, "nominalQuota", resource) + _gpu_quota(
+                    groups, flavor, "borrowingLimit", resource
+                )
+                if ceiling > capacity:
+                    problems.append(
+                        f"{holder['metadata']['name']} may hold {ceiling} {resource} of flavor {flavor} ({capacity})"
+                    )
     return problems
 
 
@@ -604,7 +651,7 @@ def test_quota_checks_catch_overcommitment() -> None:
     queue = files.kinds("ClusterQueue")[0]
     gpu = next(r for r in queue["spec"]["resourceGroups"][0]["flavors"][0]["resources"] if r["name"] == GPU)
     gpu["nominalQuota"] = 1000
-    assert any("nominal GPU quotas" in p for p in kueue_problems(cluster, files))
+    assert any("nominal nvidia.com/gpu quotas" in p for p in kueue_problems(cluster, files))
     cluster, files = cluster_of("nvl72"), read(rendered("nvl72"))
     # KAI sees only the 72 Kubernetes-owned trays (288 GPUs): a root queue over the fleet is refused.
     root = next(q for q in files.kinds("Queue", KAI_GROUP) if "parentQueue" not in q["spec"])
@@ -623,3 +670,18 @@ def test_quota_checks_catch_overcommitment() -> None:
     leaf = next(h for h in files.kinds("HyperNode") if h["spec"]["tier"] == 1)
     leaf["spec"]["members"][0]["selector"]["labelMatch"]["matchLabels"][OWNER_LABEL] = SLURM_PODS
     assert any("dgx097: in tier-1 HyperNodes []" in p for p in volcano_problems(cluster, files))
+
+
+def test_quota_check_counts_what_shared_gpus_advertise() -> None:
+    """Kueue's quotas in shared units fit what the rendered GPU Operator values make each node
+    advertise: with fewer time-slicing replicas, or a smaller MIG layout, they no longer do."""
+    cluster, files = cluster_of("shared-gpus"), read(rendered("shared-gpus"))
+    assert kueue_problems(cluster, files) == []
+    operator = files.values["gpu-operator"]
+    plugin = operator["devicePlugin"]["config"]["data"]
+    plugin["gpucluster-l40s"] = plugin["gpucluster-l40s"].replace("replicas: 4", "replicas: 1")
+    mig = operator["migManager"]["config"]
+    mig["data"]["config.yaml"] = mig["data"]["config.yaml"].replace("1g.10gb: 7", "1g.10gb: 1")
+    problems = kueue_problems(cluster, files)
+    assert any("nominal nvidia.com/gpu quotas" in p and "flavor l40s" in p for p in problems), problems
+    assert any("nvidia.com/mig-1g.10gb" in p and "flavor h100-mig" in p for p in problems), problems

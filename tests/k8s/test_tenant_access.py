@@ -159,8 +159,21 @@ def test_resource_quotas_hold_each_tenant_to_its_kubernetes_limit() -> None:
                 assert sum(per_class.values()) == limits[namespace], (inventory, namespace)
                 closed = {k: v for k, v in hard.items() if k not in per_class}
                 assert closed and set(closed.values()) == {"0"}
+            elif inventory in SHARED_UNITS:
+                assert hard == SHARED_UNITS[inventory][namespace], (inventory, namespace)
             else:
                 assert hard == {"requests.nvidia.com/gpu": str(limits[namespace])}, (inventory, namespace)
+
+
+# Quotas in the units the nodes advertise. shared-gpus: each tenant's Kubernetes limit split over
+# the 16 L40S (time-sliced x4) and the 16 H100 (7 x 1g.10gb each) by their GPUs: interns 8 ->
+# 4 L40S = 16 replicas and 4 H100 = 28 instances; research 24 -> 12 = 48 and 12 = 84.
+SHARED_UNITS = {
+    "shared-gpus": {
+        "interns": {"requests.nvidia.com/gpu": "16", "requests.nvidia.com/mig-1g.10gb": "28"},
+        "research": {"requests.nvidia.com/gpu": "48", "requests.nvidia.com/mig-1g.10gb": "84"},
+    }
+}
 
 
 def test_gpu_taint_on_every_gpu_node_bare_metal_included() -> None:

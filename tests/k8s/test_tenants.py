@@ -14,14 +14,40 @@ from gpucluster.model.spec import GpuQuota, Owner
 from tests.k8s.conftest import cluster_of, documents, rendered
 
 
-def _quantity_sum(queue: dict[str, Any], field: str) -> int:
-    total = 0
+def _units_per_gpu(inventory: str, flavor: str) -> dict[str, float]:
+    """Extended resource -> how many of it one GPU of the flavor's node type is, from the inventory:
+    the time-slicing replicas, or the MIG instances of each profile (every GPU alike here)."""
+    node_type = cluster_of(inventory).spec.node_types[flavor]
+    gpus = node_type.gpus
+    assert gpus is not None
+    sharing = gpus.sharing
+    if sharing is not None and sharing.mig is not None:
+        layout = sharing.mig.layouts(gpus.count)
+        return {f"nvidia.com/mig-{p}": sum(g.get(p, 0) for g in layout) / gpus.count for p in layout[0]}
+    return {"nvidia.com/gpu": float(sharing.time_slicing if sharing and sharing.time_slicing else 1)}
+
+
+def _quantity_sum(queue: dict[str, Any], field: str, inventory: str) -> int:
+    """GPUs a queue's quota holds: each flavor's GPU resources back in GPUs (time-slicing
+    replicas and MIG instances divided by what one GPU makes)."""
+    total = 0.0
     for group in queue["spec"]["resourceGroups"]:
         for flavor in group["flavors"]:
-            for resource in flavor["resources"]:
-                if resource["name"] == "nvidia.com/gpu":
-                    total += int(resource.get(field, 0))
-    return total
+            per_gpu = _units_per_gpu(inventory, flavor["name"])
+            gpus = {
+                r["name"]: int(r.get(field, 0)) / per_gpu[r["name"]]
+                for r in flavor["resources"]
+                if r["name"] in per_gpu
+            }
+            assert len(set(gpus.values())) <= 1, (flavor, gpus)  # every unit the same GPUs
+            total += next(iter(gpus.values()), 0)
+            others = [
+                r
+                for r in flavor["resources"]
+                if r["name"].startswith("nvidia.com/") and r["name"] not in per_gpu
+            ]
+            assert all(int(r.get(field, 0)) == 0 for r in others), flavor
+    return round(total)
 
 
 def _numbers(inventory: str, owner: Owner) -> dict[str, GpuQuota]:
@@ -51,7 +77,22 @@ def test_slurm_accounts_carry_the_slurm_numbers(inventory: str) -> None:
     for account in accounts:
         numbers = slurm.get(account["name"], GpuQuota())
         assert (account["gpu_quota"], account["gpu_limit"]) == (numbers.quota, numbers.effective_limit)
-        assert account["grp_tres"] == f"gres/gpu={numbers.effective_limit}"
+        assert account["grp_tres"] == SHARED_GRP_TRES.get(inventory, {}).get(
+            account["name"], f"gres/gpu={numbers.effective_limit}"
+        )
+
+
+# Slurm limits in shared units (shared-gpus, the Slurm GPUs by node type: 32 H100 in 7 x 1g.10gb,
+# 16 H200 in 2 x 3g.71gb or 7 x 1g.18gb, 48 L40S in 8 shards). research's limit of 40 GPUs split
+# by their GPUs: 13 H100 (91 instances), 7 H200 (7 x 3g.71gb, 24 x 1g.18gb: 31), 20 L40S (160
+# shards); gres/gpu counts whole GPUs and instances: 91 + 31 + 20. interns' 16: 5 H100 (35), 3 H200
+# (3 + 10: 13), 8 L40S, and its own 16 shards.
+SHARED_GRP_TRES = {
+    "shared-gpus": {
+        "research": "gres/gpu=142,gres/gpu:1g.10gb=91,gres/gpu:1g.18gb=24,gres/gpu:3g.71gb=7,gres/shard=160",
+        "interns": "gres/gpu=56,gres/gpu:1g.10gb=35,gres/gpu:1g.18gb=10,gres/gpu:3g.71gb=3,gres/shard=16",
+    }
+}
 
 
 def _in_kubernetes(inventory: str) -> tuple[set[str], set[str]]:
@@ -89,8 +130,8 @@ def test_kueue_queues_carry_the_kubernetes_numbers(inventory: str) -> None:
     for name in leaves:
         gpus = numbers.get(name, GpuQuota())
         queue = queues[name]
-        assert _quantity_sum(queue, "nominalQuota") == gpus.quota
-        assert _quantity_sum(queue, "borrowingLimit") == gpus.effective_limit - gpus.quota
+        assert _quantity_sum(queue, "nominalQuota", inventory) == gpus.quota
+        assert _quantity_sum(queue, "borrowingLimit", inventory) == gpus.effective_limit - gpus.quota
         assert queue["spec"]["fairSharing"]["weight"] == tenants[name].fairshare
         assert queue["spec"]["cohortName"] == (tenants[name].parent or k8s.kueue.cohort)
         assert local[(namespace_of[name], name)] == local[(namespace_of[name], "default")] == name
@@ -165,8 +206,8 @@ def test_superpod_schedulers_get_different_numbers() -> None:
     assert (accounts["inference"]["gpu_quota"], accounts["inference"]["gpu_limit"]) == (0, 0)
     queues = _objects("superpod", "ClusterQueue")
     assert set(queues) == {"research", "inference"}
-    assert _quantity_sum(queues["research"], "nominalQuota") == 64
-    assert _quantity_sum(queues["research"], "borrowingLimit") == 64
+    assert _quantity_sum(queues["research"], "nominalQuota", "superpod") == 64
+    assert _quantity_sum(queues["research"], "borrowingLimit", "superpod") == 64
     volcano = _objects("superpod", "Queue", "scheduling.volcano.sh")
     assert volcano["research"]["spec"]["deserved"]["nvidia.com/gpu"] == 64
     assert volcano["research"]["spec"]["capability"]["nvidia.com/gpu"] == 128

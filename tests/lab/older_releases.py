@@ -4,7 +4,8 @@ jobs, `gpucluster lab verify` with every row passing, a REST API call with a tok
 from the login node, the state collector's GPU metrics in Prometheus as sinfo counts them (these
 releases' slurmctld serves none) with GpusIdleWhileJobsPend firing; on 22.05 a node moved to
 Kubernetes and back with jobs running, and the 24.11 lab upgraded in place to 26.05 with jobs
-running, queued and done (issue 22).
+running, queued and done (issue 22); on both, a GPU shared by Slurm shards (and on 24.11 by MPS)
+with the tenants' limits (issue 38).
 
 They run beside the session's 26.05 lab, as a lab of their own (GPUCLUSTER_LAB_PREFIX,
 GPUCLUSTER_LAB_SUBNET and GPUCLUSTER_LAB_DIR): tests/lab_releases/test_older_releases.py runs this
@@ -29,6 +30,7 @@ from pathlib import Path
 
 import pytest
 
+from gpucluster.lab import lab as lab_module
 from gpucluster.lab import nodes
 from gpucluster.lab.paths import DEFAULT_INVENTORY, podman_env
 from gpucluster.layers import load_cluster
@@ -37,6 +39,7 @@ from .conftest import LAB_UP_TIMEOUT, Lab, plain_gres, rows_a_lab_skips, run_scr
 from .test_fleet_move import move_out_and_back
 from .test_monitoring import firing, query
 from .test_rest_api import call, token
+from .test_sharing import SHARED_DIR, sharing_proof
 
 pytestmark = pytest.mark.lab
 
@@ -252,6 +255,20 @@ def test_the_collector_serves_the_gpu_metrics_and_gpus_idle_while_jobs_pend_fire
 
 # 22.05 only: 24.11 adds and removes nodes with `scontrol reconfigure`, as 26.05 does (the session's
 # lab proves that path); 22.05 restarts the daemons for it, the path proven here.
+def test_shards_share_one_gpu_and_a_tenants_limit_holds(older_lab: OlderLab) -> None:
+    """tests/lab/test_sharing.py's proof on this release: shards on both, MPS on 24.11 (22.05 takes
+    one Prolog, the health check's); then the lab's own inventory again."""
+    lab = older_lab.lab
+    _idle(lab)
+    try:
+        print("\n".join(sharing_proof(lab, mps=lab.cluster.release.several_prologs)))
+    finally:
+        lab.sh("touch", f"{SHARED_DIR}/release")
+        lab.cancel_all()
+        lab_module.converge(progress=lambda message: None)
+        lab.sh("rm", "-rf", SHARED_DIR)
+
+
 @pytest.mark.parametrize("older_lab", ["22.05"], indirect=True)
 def test_a_node_moves_to_kubernetes_and_back(older_lab: OlderLab) -> None:
     _idle(older_lab.lab)

@@ -28,9 +28,9 @@ SUBNET = "10.213.79.0/24"
 # Two labs (each brought up, checked and taken down), with room for a slow machine (the
 # collector's metrics test waits up to about 6 min per lab at worst, about 1 min as a rule).
 TIMEOUT = 2700
-# Six tests per release: five on each, then the upgrade of the 24.11 lab to 26.05 (its last test)
-# and the fleet move on 22.05.
-EXPECTED = 12
+# Seven tests per release: six on each (shared GPUs included), then the upgrade of the 24.11 lab to
+# 26.05 (its last test) and the fleet move on 22.05.
+EXPECTED = 14
 
 
 def test_the_older_releases_labs_pass() -> None:

@@ -20,6 +20,7 @@ ROLES = Path(__file__).resolve().parents[2] / "roles"
 SCENARIO_ROLES = sorted(p.parents[2].name for p in ROLES.glob("*/molecule/default/molecule.yml"))
 OURS = [
     "gpu_driver",
+    "gpu_mig",
     "monitoring_dcgm_exporter",
     "monitoring_node_exporter",
     "monitoring_prometheus",

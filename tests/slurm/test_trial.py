@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 import textwrap
 
 import pytest
@@ -49,7 +50,7 @@ RUNNABLE = [
 
 
 def test_the_examples_with_bare_metal_slurm_target_releases_with_real_daemons() -> None:
-    assert set(RUNNABLE) == {"lab", "nvl72", "superpod"}
+    assert set(RUNNABLE) == {"lab", "nvl72", "shared-gpus", "superpod"}
     assert {load_cluster(INVENTORIES / name).release.name for name in RUNNABLE} == {"26.05"}
 
 
@@ -86,6 +87,21 @@ def test_the_lab_inventory_at_the_older_releases_starts_their_slurmctld(
     cluster = load_cluster(inventories.make(hosts, lab.replace('version: "26.05"', f'version: "{release}"')))
     assert cluster.release.name == release
     _proven(cluster)
+
+
+@pytest.mark.parametrize("release", ["26.05", "24.11"])
+def test_shared_gpus_start_slurmctld_with_their_shards_and_mig_instances(
+    release: str, inventories: InventoryFactory
+) -> None:
+    """inventories/shared-gpus (L40S shards, H100 and H200 MIG instances) at each release that runs
+    here with real daemons: slurmctld takes every node with its Gres as rendered."""
+    text = (INVENTORIES / "shared-gpus" / "group_vars" / "all" / "cluster.yml").read_text()
+    hosts = (INVENTORIES / "shared-gpus" / "hosts.yml").read_text()
+    cluster = load_cluster(inventories.make(hosts, text.replace('version: "26.05"', f'version: "{release}"')))
+    result = _proven(cluster)
+    nodes = re.sub(r"\((S|IDX):[^)]*\)", "", result.nodes)  # sockets, where slurmctld knows them
+    for gres in ("gpu:1g.10gb:56", "gpu:3g.71gb:8,gpu:1g.18gb:28", "gpu:l40s:8,shard:64"):
+        assert f"Gres={gres} " in nodes, nodes[:2000]
 
 
 # The lab's GPU nodes with NVIDIA's driver: the monitoring layer adds dcgm-exporter's job mapping

@@ -256,7 +256,7 @@ def test_only_takes_the_parts_help_lists_and_refuses_anything_else(tmp_path: Pat
     typo = run_cli("render", "inventories/superpod", "--out", str(out), "--only", "slurmm")
     assert typo.returncode == 2
     assert (
-        "invalid choice: 'slurmm' (choose from 'slurm', 'hosts', 'containers', 'nodes', 'kubernetes', 'helm', 'monitoring')"
+        "invalid choice: 'slurmm' (choose from 'slurm', 'hosts', 'containers', 'nodes', 'mig', 'kubernetes', 'helm', 'monitoring')"
         in typo.stderr
     )
     assert tree(out) == before

@@ -1,0 +1,253 @@
+"""Shared GPUs on the lab's real Slurm (issue 38): the lab's inventory with gpu03 sharing its GPU
+by shards and gpu04 by MPS, applied to the live lab by playbooks/slurm.yml, then on the real
+slurmctld and slurmd (the lab's GPUs are device files, /dev/nvidia0 standing for one GPU):
+
+- two shard jobs of different tenants run on the one GPU at once, each with CUDA_VISIBLE_DEVICES=0
+  and SLURM_SHARDS_ON_NODE; a job asking more shards than are left waits (Resources), with a CPU
+  free; a job asking more shards than a GPU has is refused at submission (Slurm >= 23.11.1);
+- a tenant's limit in shards (its GrpTRES, from gpus.slurm.units) holds: its second job waits
+  with AssocGrpGRES;
+- likewise MPS: two tenants' jobs on the one GPU, each with CUDA_MPS_ACTIVE_THREAD_PERCENTAGE and
+  its tenant's MPS pipe directory from gpucluster-mps (Prolog and TaskProlog), their records gone
+  after the Epilog; the tenant's MPS limit holds (AssocGrpGRES). The MPS control daemon itself needs an NVIDIA
+  driver: the lab has none, and gpucluster-mps's log says it did not start it.
+
+Then the lab runs its own inventory again. tests/lab/older_releases.py runs the same on 24.11 and
+22.05 (shards only there: 22.05 takes one Prolog, the health check's).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from gpucluster.lab import lab
+from gpucluster.lab.inventory import inventory_dir
+from gpucluster.lab.playbook import run_playbook
+from gpucluster.lab.state import LabState
+from gpucluster.layers import load_cluster
+from gpucluster.model.releases import release
+from gpucluster.verify.checks import Status
+from gpucluster.verify.collect import verify_cluster
+from gpucluster.verify.sharing import SHARING
+
+from .conftest import Lab
+
+pytestmark = pytest.mark.lab
+
+SHARED_DIR = "/scratch/gpucluster-sharing"
+ONE_GPU = 'model: h100, count: 1, devices: "/dev/nvidia0", memory_gb: 80'
+# gpu03: one GPU of 4 shards; gpu04: one GPU shared by MPS (100 shares). The tenants' numbers fit
+# the 18 GPUs left (16 on gpu01-02); research may hold 3 shards and 60 MPS shares at once.
+NODES = (
+    "    - {group: gpu_nodes, type: sim-h100}\n",
+    "    - {group: leaf1_nodes, type: sim-h100}\n"
+    f"    - {{group: gpu03, type: sim-h100, gpus: {{{ONE_GPU}, sharing: {{shard: 4}}}}}}\n",
+)
+MPS_NODE = f"    - {{group: gpu04, type: sim-h100, gpus: {{{ONE_GPU}, sharing: {{mps: 100}}}}}}\n"
+WHOLE_GPU04 = "    - {group: gpu04, type: sim-h100}\n"
+TENANTS = {
+    "      gpu_quota: 16\n      gpu_limit: 24\n      users: [alice, carol]\n": (
+        "      gpus: {slurm: {quota: 8, limit: 12, units: {shard: 3MPS_UNITS}}}\n      users: [alice, carol]\n"
+    ),
+    "      gpu_quota: 16\n      gpu_limit: 32\n      users: [bob]\n": (
+        "      gpus: {slurm: {quota: 8, limit: 16}}\n      users: [bob]\n"
+    ),
+}
+
+
+def shared_inventory(mps: bool) -> Path:
+    """The running lab's own inventory with gpu03 (and with `mps` gpu04) sharing its GPU."""
+    state = LabState.load()
+    assert state is not None and state.inventory, "no lab is up"
+    source = Path(state.inventory)
+    text = (source / "group_vars" / "all" / "cluster.yml").read_text()
+    old, new = NODES
+    assert old in text, old
+    text = text.replace(old, new + (MPS_NODE if mps else WHOLE_GPU04))
+    for before, after in TENANTS.items():
+        assert before in text, before
+        text = text.replace(before, after.replace("MPS_UNITS", ", mps: 60" if mps else ""))
+    target = inventory_dir(source)
+    (target / "group_vars" / "all" / "cluster.yml").write_text(text)
+    return target
+
+
+def job_field(lab_env: Lab, job: str, name: str) -> str:
+    found = re.search(rf"\b{name}=(\S+)", lab_env.sh("scontrol", "show", "job", job).stdout)
+    return found.group(1) if found else ""
+
+
+def held_job(lab_env: Lab, user: str, gres: str, node: str, name: str) -> str:
+    """A job that writes its GPU environment to the shared scratch, then runs until released."""
+    script = (
+        f"env | grep -E '^(CUDA_|SLURM_SHARDS_ON_NODE|SLURM_JOB_ACCOUNT)' | sort > {SHARED_DIR}/{name}.env; "
+        f"while [ ! -e {SHARED_DIR}/release ]; do sleep 1; done"
+    )
+    return lab_env.submit(
+        f"--job-name={name}",
+        f"--nodelist={node}",
+        f"--gres={gres}",
+        "--time=10",
+        f"--wrap={script}",
+        user=user,
+    )
+
+
+def environment(lab_env: Lab, name: str) -> dict[str, str]:
+    text = lab_env.sh("cat", f"{SHARED_DIR}/{name}.env").stdout
+    return dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
+
+
+def wait_state(lab_env: Lab, job: str, state: str, reason: str | None = None, timeout: float = 90) -> None:
+    def reached() -> bool:
+        if job_field(lab_env, job, "JobState") != state:
+            return False
+        return reason is None or job_field(lab_env, job, "Reason") == reason
+
+    lab_env.wait(reached, timeout, f"job {job} {state} {reason or ''}".strip())
+
+
+def wait_env(lab_env: Lab, name: str) -> dict[str, str]:
+    lab_env.wait(lambda: bool(environment(lab_env, name)), 60, f"{name}'s environment")
+    return environment(lab_env, name)
+
+
+def release_jobs(lab_env: Lab) -> None:
+    lab_env.ok("touch", f"{SHARED_DIR}/release")
+    lab_env.cancel_all()
+    lab_env.ok("rm", "-f", f"{SHARED_DIR}/release")
+
+
+def say(transcript: list[str], *lines: str) -> None:
+    transcript.extend(lines)
+
+
+def sharing_proof(lab_env: Lab, mps: bool) -> list[str]:
+    """Apply the shared inventory, prove shards (and MPS), return what was run and seen."""
+    transcript: list[str] = []
+    inventory = shared_inventory(mps)
+    version = load_cluster(inventory).release
+    run_playbook(inventory, lambda message: None)  # raises LabError, with the log's tail, on a failure
+    lab_env.ok("install", "-d", "-m", "1777", SHARED_DIR)
+    lab_env.wait(
+        lambda: all(not re.search(r"down|unknown|\*", s) for s in lab_env.node_states().values()),
+        90,
+        "every node to respond",
+    )
+    node = lab_env.ok("scontrol", "show", "node", "gpu03")
+    assert re.search(r"Gres=gpu:h100:1(\(S:[^)]*\))?,shard:4", node), node
+    say(
+        transcript,
+        "$ scontrol show node gpu03 | grep Gres",
+        *(x.strip() for x in node.splitlines() if "Gres" in x),
+    )
+
+    # Shards: 3 for alice's job, 1 for bob's: both on the one GPU. Meanwhile bob's job of 2 waits
+    # for shards with a CPU free; a job of more shards than the GPU has is refused.
+    first = held_job(lab_env, "alice", "shard:3", "gpu03", "shard-a")
+    wait_state(lab_env, first, "RUNNING")
+    waiting = held_job(lab_env, "bob", "shard:2", "gpu03", "shard-b")
+    wait_state(lab_env, waiting, "PENDING", "Resources")
+    second = held_job(lab_env, "bob", "shard:1", "gpu03", "shard-c")
+    wait_state(lab_env, second, "RUNNING", timeout=120)  # backfill starts it beside the first
+    a, c = wait_env(lab_env, "shard-a"), wait_env(lab_env, "shard-c")
+    assert (a["CUDA_VISIBLE_DEVICES"], a["SLURM_SHARDS_ON_NODE"]) == ("0", "3"), a
+    assert (c["CUDA_VISIBLE_DEVICES"], c["SLURM_SHARDS_ON_NODE"]) == ("0", "1"), c
+    assert job_field(lab_env, waiting, "Reason") == "Resources"
+    queue = lab_env.ok("squeue", "--nodelist=gpu03", "--states=all", "--format=%.6i %.8u %.9T %.12b %R")
+    say(transcript, "$ squeue --format='%.6i %.8u %.9T %.12b %R'   # alice shard:3, bob shard:2, bob shard:1",
+        *queue.rstrip().splitlines(),
+        f"shard-a: CUDA_VISIBLE_DEVICES={a['CUDA_VISIBLE_DEVICES']} SLURM_SHARDS_ON_NODE={a['SLURM_SHARDS_ON_NODE']}",
+        f"shard-c: CUDA_VISIBLE_DEVICES={c['CUDA_VISIBLE_DEVICES']} SLURM_SHARDS_ON_NODE={c['SLURM_SHARDS_ON_NODE']}")  # fmt: skip
+    too_many = lab_env.sh(
+        "sbatch",
+        "--parsable",
+        "--output=/dev/null",
+        "--nodelist=gpu03",
+        "--gres=shard:5",
+        "--wrap=true",
+        user="bob",
+    )
+    if version.sharing_gres_one_gpu_refused:
+        assert too_many.returncode != 0, too_many.stdout
+        say(transcript, "$ sbatch --gres=shard:5 ...   # more than the GPU's 4", too_many.stderr.strip())
+    else:
+        wait_state(lab_env, too_many.stdout.strip().split(";")[0], "PENDING")
+    release_jobs(lab_env)
+
+    # research may hold 3 shards (gpus.slurm.units): carol's 2 wait beside alice's 2.
+    held = held_job(lab_env, "alice", "shard:2", "gpu03", "limit-a")
+    wait_state(lab_env, held, "RUNNING")
+    over = held_job(lab_env, "carol", "shard:2", "gpu03", "limit-b")
+    wait_state(lab_env, over, "PENDING", "AssocGrpGRES")
+    limits = lab_env.ok("sacctmgr", "--noheader", "--parsable2", "show", "assoc", "where", "account=research",
+                        "user=", "format=Account,GrpTRES")  # fmt: skip
+    assert "gres/shard=3" in limits, limits
+    say(transcript, "$ sacctmgr show assoc where account=research format=Account,GrpTRES", limits.strip(),
+        f"carol's shard:2 beside alice's shard:2: {job_field(lab_env, over, 'JobState')} "
+        f"({job_field(lab_env, over, 'Reason')})")  # fmt: skip
+    release_jobs(lab_env)
+    if mps:
+        transcript += mps_proof(lab_env)
+    # `gpucluster verify` of the shared inventory: its gpu-sharing row runs a job per way of sharing.
+    results = verify_cluster(
+        load_cluster(inventory),
+        lambda playbook, extra: run_playbook(inventory, lambda message: None, playbook=playbook, extra=extra),
+    )
+    row = next(r for r in results if r.name == SHARING)
+    assert row.status == Status.PASS, row.detail
+    say(transcript, f"gpucluster verify: {row.name} {row.status.value}: {row.detail}")
+    return transcript
+
+
+def mps_proof(lab_env: Lab) -> list[str]:
+    transcript: list[str] = []
+    first = held_job(lab_env, "bob", "mps:50", "gpu04", "mps-a")
+    second = held_job(lab_env, "alice", "mps:50", "gpu04", "mps-b")
+    wait_state(lab_env, first, "RUNNING")
+    wait_state(lab_env, second, "RUNNING")
+    a, b = wait_env(lab_env, "mps-a"), wait_env(lab_env, "mps-b")
+    for env, account in ((a, "product"), (b, "research")):
+        assert env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] == "50", env
+        assert env["CUDA_MPS_PIPE_DIRECTORY"] == f"/run/gpucluster-mps/gpu0/tenant-{account}", env
+    records = lab_env.ok("ls", "/run/gpucluster-mps/jobs", host="gpu04").split()
+    assert sorted(records) == sorted([first, second]), records
+    say(transcript, "$ sbatch --gres=mps:50 (bob, product) and (alice, research) on gpu04",
+        *(f"{name}: CUDA_VISIBLE_DEVICES={e['CUDA_VISIBLE_DEVICES']} "
+          f"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE={e['CUDA_MPS_ACTIVE_THREAD_PERCENTAGE']} "
+          f"CUDA_MPS_PIPE_DIRECTORY={e['CUDA_MPS_PIPE_DIRECTORY']}" for name, e in (("mps-a", a), ("mps-b", b))))  # fmt: skip
+    # research may hold 60 MPS shares: with bob's job gone, carol's 20 beside alice's 50 wait.
+    lab_env.ok("scancel", first)
+    over = held_job(lab_env, "carol", "mps:20", "gpu04", "mps-c")
+    wait_state(lab_env, over, "PENDING", "AssocGrpGRES")
+    say(transcript, "carol's mps:20 beside alice's mps:50 (research may hold 60): PENDING (AssocGrpGRES)")
+    log = lab_env.ok("cat", "/run/gpucluster-mps/gpucluster-mps.log", host="gpu04")
+    assert "nvidia-cuda-mps-control not found" in log, log
+    say(transcript, "gpu04:/run/gpucluster-mps/gpucluster-mps.log: " + log.strip().splitlines()[-1])
+    release_jobs(lab_env)
+    lab_env.wait(
+        lambda: lab_env.sh("ls", "/run/gpucluster-mps/jobs", host="gpu04").stdout.split() == [],
+        60,
+        "the Epilogs to forget the MPS jobs",
+    )
+    return transcript
+
+
+@pytest.fixture
+def shared_lab(lab_cluster: Lab) -> Iterator[Lab]:
+    """The shared lab; afterwards its own inventory again (lab.converge), an empty queue."""
+    yield lab_cluster
+    lab_cluster.sh("touch", f"{SHARED_DIR}/release")
+    lab_cluster.cancel_all()
+    lab.converge(progress=lambda message: None)
+    lab_cluster.sh("rm", "-rf", SHARED_DIR)
+
+
+def test_shards_and_mps_share_one_gpu_and_tenant_limits_hold(shared_lab: Lab) -> None:
+    mps = release(shared_lab.cluster.spec.slurm.version).several_prologs
+    transcript = sharing_proof(shared_lab, mps=mps)
+    print("\n".join(transcript))
