@@ -14,6 +14,7 @@ from gpucluster.layers import layer_slurm_conf, layers_of, load_ref
 from gpucluster.model.cluster import Cluster
 from gpucluster.nodesoftware.render import render_nodes
 from gpucluster.render.hosts import render_hosts
+from gpucluster.render.power import render_power
 from gpucluster.slurm.containers import render_containers
 from gpucluster.slurm.render import render_slurm
 
@@ -29,6 +30,9 @@ CORE_RENDERERS: dict[str, Renderer] = {
     "containers": render_containers,
     # nodes/: the GPU node software of each node type (role gpu_driver), IMEX domains per block.
     "nodes": render_nodes,
+    # power/: gpucluster-power.json, what the power program knows of each power-saved node (role
+    # slurm_power, on the controllers).
+    "power": render_power,
 }
 
 

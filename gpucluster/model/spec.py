@@ -15,6 +15,7 @@ from pydantic import BeforeValidator, ConfigDict, Field, field_validator, model_
 from gpucluster.model.base import NAME_RE, SLURM_TIME_RE, NameList, Owner, Strict, Update, spec
 from gpucluster.model.containers import ContainerSettings
 from gpucluster.model.nodesoftware import NodeSoftware
+from gpucluster.model.power import MAX_POWERED, NODE_POWER, NodePower
 from gpucluster.model.releases import RELEASES, Release, SlurmVersion, known_text, release
 from gpucluster.model.storage import SharedFilesystem, absolute_path
 
@@ -281,6 +282,7 @@ class NodeGroup(Strict):
         Update.RESTART,
         default=None,
     )
+    power: NodePower | None = spec(NODE_POWER, Update.RECONFIGURE, default=None)
 
     @property
     def overrides(self) -> dict[str, Any]:
@@ -841,6 +843,7 @@ class PowerSave(Strict):
             "RESERVED",
         ]
     ] = spec("SuspendExcStates: node states never suspended.", Update.RECONFIGURE, default_factory=list)
+    max_powered_nodes: Annotated[int, Field(ge=1)] | None = spec(MAX_POWERED, Update.RESTART, default=None)
 
 
 class NodeSsh(Strict):

@@ -122,6 +122,12 @@ def _rest_api(spec: ClusterSpec) -> bool:
     return spec.slurm.rest_api is not None
 
 
+def _old_release_cloud_nodes(spec: ClusterSpec) -> bool:
+    return spec.slurm.release.cloud_tree_width is not None and any(
+        e.power is not None and e.power.kind == "cloud" for e in spec.nodes
+    )
+
+
 CORE = "gpucluster's slurm.conf (always written)"
 HEALTH = "cluster.slurm.health (gpucluster-healthcheck)"
 PER_GPU = "each GPU partition (cluster.partitions[].cpus_per_gpu / memory_per_gpu_mb)"
@@ -134,6 +140,7 @@ WRITTEN: dict[str, Written] = {
     "HealthCheckInterval": Written(HEALTH, _health),
     "HealthCheckNodeState": Written(HEALTH, _health),
     "HealthCheckTimeout": Written(HEALTH, _health_timeout),
+    "TreeWidth": Written("cluster.nodes[].power cloud groups (before Slurm 23.11)", _old_release_cloud_nodes),
     "AuthAltTypes": Written(REST_API, _rest_api),
     "AuthAltParameters": Written(REST_API, _rest_api),
     # Written on each GPU partition's line: a global one would say something else than they do.
