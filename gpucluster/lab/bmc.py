@@ -45,8 +45,8 @@ def needed(cluster: Cluster) -> bool:
     return bool(systems(cluster))
 
 
-def _certificates(directory: Path) -> None:
-    """A CA of the lab's own and the BMC's certificate for `lab-bmc`, signed by it (once)."""
+def certificates(directory: Path, name: str = BMC_HOST) -> None:
+    """A CA of the lab's own and the BMC's certificate for `name`, signed by it (once)."""
     if (directory / "server.pem").is_file():
         return
     directory.mkdir(parents=True, exist_ok=True)
@@ -55,10 +55,10 @@ def _certificates(directory: Path) -> None:
     run(["openssl", "req", "-x509", *ec, "-keyout", str(ca_key), "-out", str(ca), "-days", "30",
          "-subj", "/CN=gpucluster lab BMC CA", "-addext", "basicConstraints=critical,CA:TRUE",
          "-addext", "keyUsage=critical,keyCertSign,cRLSign"])  # fmt: skip
-    run(["openssl", "req", "-new", *ec, "-keyout", str(key), "-out", str(csr), "-subj", f"/CN={BMC_HOST}"])
+    run(["openssl", "req", "-new", *ec, "-keyout", str(key), "-out", str(csr), "-subj", f"/CN={name}"])
     extensions = directory / "server.ext"
     extensions.write_text(
-        f"subjectAltName=DNS:{BMC_HOST}\nextendedKeyUsage=serverAuth\nbasicConstraints=CA:FALSE\n", encoding="utf-8"
+        f"subjectAltName=DNS:{name}\nextendedKeyUsage=serverAuth\nbasicConstraints=CA:FALSE\n", encoding="utf-8"
     )
     run(["openssl", "x509", "-req", "-in", str(csr), "-CA", str(ca), "-CAkey", str(ca_key), "-CAcreateserial",
          "-out", str(cert), "-days", "30", "-extfile", str(extensions)])  # fmt: skip
@@ -93,7 +93,7 @@ def ensure(state: LabState, cluster: Cluster, index: int, address: str, prefix_l
     directory = bmc_dir()
     state.remember("files", str(directory))
     network.ensure_node_network(state, index, BMC_HOST, address, prefix_len)
-    _certificates(directory)
+    certificates(directory)
     login = credentials()
     config = directory / "service.json"
     config.write_text(json.dumps({"systems": systems(cluster), **login}), encoding="utf-8")

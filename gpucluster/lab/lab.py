@@ -20,7 +20,7 @@ from gpucluster.lab.shell import LabError, run
 from gpucluster.lab.state import LabState
 from gpucluster.layers import load_cluster
 from gpucluster.model.cluster import Cluster
-from gpucluster.model.powered import saved_hosts
+from gpucluster.model.powered import always_on, saved_hosts
 from gpucluster.model.storage import below
 from gpucluster.tools import venv_tool
 
@@ -198,13 +198,19 @@ def exec_in_controller(
     return run(args, env=podman_env(), check=check, timeout=timeout)
 
 
+def default_partition_nodes(cluster: Cluster) -> list[str]:
+    """The nodes a job without -p runs on that are always on (a power-saved node would boot first)."""
+    default = next((p.name for p in cluster.spec.partitions if p.default), None)
+    return always_on(cluster, cluster.partitions.get(default, cluster.hosts) if default else cluster.hosts)
+
+
 def smoke(cluster: Cluster) -> list[SmokeResult]:
     """A few jobs that show the lab works: every node, one leaf, GPUs as a tenant user."""
     tenant_user = next((u for t in cluster.spec.tenants for u in t.users), None)
     gpus = next((t.gpus for t in cluster.spec.node_types.values() if t.gpus), None)
     checks: list[tuple[str | None, list[str]]] = [
         (None, ["sinfo", "--Node", "--format=%N %T %G"]),
-        (None, ["srun", f"-N{len(cluster.hosts)}", "--label", "hostname"]),
+        (None, ["srun", f"-N{len(default_partition_nodes(cluster))}", "--label", "hostname"]),
     ]
     if cluster.switches:
         checks.append((None, ["srun", "-N2", "--switches=1", "--label", "hostname"]))

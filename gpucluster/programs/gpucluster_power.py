@@ -476,12 +476,13 @@ class Redfish(Provider):
         before = self.state(node)
         if before == "Off":
             return Result("already Off")
-        try:
-            reset = self.reset(node, ("GracefulShutdown",))
-            if self.wait_for(node, "Off", grace):
-                return Result(f"PowerState {before} -> Off (ComputerSystem.Reset {reset})")
-        except ProviderError:
-            pass
+        if grace > 0:
+            try:
+                reset = self.reset(node, ("GracefulShutdown",))
+                if self.wait_for(node, "Off", grace):
+                    return Result(f"PowerState {before} -> Off (ComputerSystem.Reset {reset})")
+            except ProviderError:
+                pass
         reset = self.reset(node, ("ForceOff",))
         if not self.wait_for(node, "Off", 30):
             raise ProviderError(f"redfish: {node.name} still {self.state(node)} after ResetType ForceOff", retry=True)
@@ -545,6 +546,9 @@ class Ipmi(Provider):
     def off(self, node: NodeConfig, grace: float) -> Result:
         if self.state(node) == "Off":
             return Result("already off (ipmi)")
+        if grace <= 0:
+            self.ipmitool(node, "chassis", "power", "off")
+            return Result("chassis power off (ipmi)")
         self.ipmitool(node, "chassis", "power", "soft")
         deadline = time.monotonic() + grace
         while time.monotonic() < deadline:
@@ -720,7 +724,9 @@ class Gcp(Provider):
         from google.api_core import exceptions
 
         try:
-            operation = getattr(self.client, method)(**params)
+            # The SDK's own retries (up to 10 min on 503) would outlast the node's ResumeTimeout:
+            # retrying is with_retries' job, within the node's time.
+            operation = getattr(self.client, method)(retry=None, **params)
             if hasattr(operation, "result"):
                 operation.result(timeout=300)
             return operation
@@ -730,7 +736,8 @@ class Gcp(Provider):
             retry = isinstance(exc, exceptions.TooManyRequests | exceptions.ServiceUnavailable) or any(
                 code in str(exc) for code in GCP_RETRY_CODES
             )
-            raise ProviderError(f"gcp {exc.code}: {exc.message}", retry=retry) from None
+            text = re.sub(r"^[A-Z]+ https?://\S+: ", "", str(exc.message))  # the SDK prefixes the request
+            raise ProviderError(f"gcp {exc.code}: {text}", retry=retry) from None
 
     def _where(self, node: NodeConfig) -> dict[str, str]:
         return {"project": node.settings["project"], "zone": node.settings["zone"]}
@@ -1103,6 +1110,8 @@ class Run:
     log: Log | None = None
     state: NodeState | None = None
     provider_seconds: dict[str, float] = field(default_factory=dict)
+    # Spent waiting for slurmd to register (the node's boot), not working.
+    waited: float = 0.0
 
     def __post_init__(self) -> None:
         self.providers = self.providers or Providers(self.config)
@@ -1157,8 +1166,10 @@ def resume(run: Run, names: list[str]) -> int:
     for name in names:
         if name not in failed:
             run.state.write(name, action="resume", result="registered")
-            program = time.monotonic() - started - run.provider_seconds.get(name, 0.0)
-            run.note(name, f"slurmd registered after {time.monotonic() - started:.1f} s (program {program:.2f} s, provider {run.provider_seconds.get(name, 0.0):.2f} s)")
+            took = time.monotonic() - started
+            spent = run.provider_seconds.get(name, 0.0)
+            program = max(took - spent - run.waited, 0.0)
+            run.note(name, f"slurmd registered after {took:.1f} s (provider {spent:.2f} s, boot {run.waited:.1f} s, program {program:.2f} s)")
     return 0
 
 
@@ -1184,6 +1195,7 @@ def watch(run: Run, names: list[str], deadlines: dict[str, float]) -> dict[str, 
                 pending.discard(name)
         if pending:
             time.sleep(WATCH_INTERVAL)
+            run.waited += WATCH_INTERVAL
     return failed
 
 
