@@ -26,8 +26,8 @@ from gpucluster.checks.fabric import (
     core_warnings,
 )
 from gpucluster.checks.hosts import check_controllers, check_gpu_devices, check_roles
-from gpucluster.checks.power import check_power, check_power_release
 from gpucluster.checks.partitions import check_default_partition, check_partitioned
+from gpucluster.checks.power import check_power, check_power_release
 from gpucluster.checks.storage import check_storage
 from gpucluster.checks.tenants import check_quotas, check_tenant_cycles, check_tenants
 from gpucluster.checks.users import check_users

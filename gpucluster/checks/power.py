@@ -115,7 +115,11 @@ def _check_resume_timeouts(r: Resolution, groups: list[PowerGroup]) -> None:
             None,
         )
         where: list[str | int] = (
-            ["partitions", next(i for i, p in enumerate(r.spec.partitions) if p.name == partition), "resume_timeout"]
+            [
+                "partitions",
+                next(i for i, p in enumerate(r.spec.partitions) if p.name == partition),
+                "resume_timeout",
+            ]
             if partition is not None
             else ["slurm", "power_save", "resume_timeout"]
         )

@@ -50,7 +50,9 @@ def certificates(directory: Path, name: str = BMC_HOST) -> None:
     if (directory / "server.pem").is_file():
         return
     directory.mkdir(parents=True, exist_ok=True)
-    ca_key, ca, key, csr, cert = (directory / n for n in ("ca.key", "ca.pem", "server.key", "server.csr", "server.pem"))
+    ca_key, ca, key, csr, cert = (
+        directory / n for n in ("ca.key", "ca.pem", "server.key", "server.csr", "server.pem")
+    )
     ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
     run(["openssl", "req", "-x509", *ec, "-keyout", str(ca_key), "-out", str(ca), "-days", "30",
          "-subj", "/CN=gpucluster lab BMC CA", "-addext", "basicConstraints=critical,CA:TRUE",
@@ -58,7 +60,8 @@ def certificates(directory: Path, name: str = BMC_HOST) -> None:
     run(["openssl", "req", "-new", *ec, "-keyout", str(key), "-out", str(csr), "-subj", f"/CN={name}"])
     extensions = directory / "server.ext"
     extensions.write_text(
-        f"subjectAltName=DNS:{name}\nextendedKeyUsage=serverAuth\nbasicConstraints=CA:FALSE\n", encoding="utf-8"
+        f"subjectAltName=DNS:{name}\nextendedKeyUsage=serverAuth\nbasicConstraints=CA:FALSE\n",
+        encoding="utf-8",
     )
     run(["openssl", "x509", "-req", "-in", str(csr), "-CA", str(ca), "-CAkey", str(ca_key), "-CAcreateserial",
          "-out", str(cert), "-days", "30", "-extfile", str(extensions)])  # fmt: skip
@@ -70,7 +73,9 @@ def credentials() -> dict[str, str]:
     path = bmc_dir() / "credentials.json"
     if not path.is_file():
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({"username": USERNAME, "password": secrets.token_urlsafe(18)}), encoding="utf-8")
+        path.write_text(
+            json.dumps({"username": USERNAME, "password": secrets.token_urlsafe(18)}), encoding="utf-8"
+        )
         path.chmod(0o600)
     data: dict[str, str] = json.loads(path.read_text(encoding="utf-8"))
     return data

@@ -138,7 +138,9 @@ def up(
         network.ensure_node_network(state, index, host, state.addresses[host], prefix_len)
     if with_bmc:
         bmc.ensure(state, cluster, len(hosts), state.addresses[BMC_HOST], prefix_len)
-        progress(f"BMC: Redfish at https://{BMC_HOST}:{BMC_PORT} ({state.addresses[BMC_HOST]}) for {', '.join(sorted(bmc.systems(cluster)))}")
+        progress(
+            f"BMC: Redfish at https://{BMC_HOST}:{BMC_PORT} ({state.addresses[BMC_HOST]}) for {', '.join(sorted(bmc.systems(cluster)))}"
+        )
     saved = set(saved_hosts(cluster))
     for host in hosts:
         volumes = shared_dirs(cluster, host)
@@ -146,7 +148,13 @@ def up(
             prepare_shared_dir(Path(source), mount, cluster)
             state.remember("files", str(Path(source).parent))
         created = nodes.start_node(
-            state, host, tag, state.addresses, gpu_devices(cluster, host), volumes, powered_by_slurm=host in saved
+            state,
+            host,
+            tag,
+            state.addresses,
+            gpu_devices(cluster, host),
+            volumes,
+            powered_by_slurm=host in saved,
         )
         running = nodes.container_running(nodes.container_name(host))
         shown = "started" if created else "running" if running else "powered off by Slurm"

@@ -159,7 +159,13 @@ def handler_for(bmc: LabBmc) -> type[BaseHTTPRequestHandler]:
                 })  # fmt: skip
                 return
             if not bmc.authorized(self.headers.get("Authorization")):
-                self.send(401, message("InsufficientPrivilege", "There are insufficient privileges for the account or credentials associated with the current session to perform the requested operation."))
+                self.send(
+                    401,
+                    message(
+                        "InsufficientPrivilege",
+                        "There are insufficient privileges for the account or credentials associated with the current session to perform the requested operation.",
+                    ),
+                )
                 return
             if parts == ["redfish", "v1", "Systems"]:
                 members = [{"@odata.id": f"/redfish/v1/Systems/{s}"} for s in sorted(bmc.systems)]
@@ -171,28 +177,54 @@ def handler_for(bmc: LabBmc) -> type[BaseHTTPRequestHandler]:
                 return
             system = self.system_of(parts)
             if system is None or len(parts) != 4:
-                self.send(404, message("ResourceNotFound", f"The requested resource of type ComputerSystem named '{'/'.join(parts[3:])}' was not found."))
+                self.send(
+                    404,
+                    message(
+                        "ResourceNotFound",
+                        f"The requested resource of type ComputerSystem named '{'/'.join(parts[3:])}' was not found.",
+                    ),
+                )
                 return
             self.send(200, bmc.resource(system))
 
         def do_POST(self) -> None:
             parts = [p for p in self.path.split("?")[0].split("/") if p]
             if not bmc.authorized(self.headers.get("Authorization")):
-                self.send(401, message("InsufficientPrivilege", "There are insufficient privileges for the account or credentials associated with the current session to perform the requested operation."))
+                self.send(
+                    401,
+                    message(
+                        "InsufficientPrivilege",
+                        "There are insufficient privileges for the account or credentials associated with the current session to perform the requested operation.",
+                    ),
+                )
                 return
             system = self.system_of(parts)
             if system is None or parts[4:] != ["Actions", "ComputerSystem.Reset"]:
-                self.send(404, message("ResourceNotFound", f"The requested resource '{self.path}' was not found."))
+                self.send(
+                    404, message("ResourceNotFound", f"The requested resource '{self.path}' was not found.")
+                )
                 return
             try:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
                 reset_type = body["ResetType"]
             except (ValueError, KeyError, TypeError):
-                self.send(400, message("ActionParameterMissing", "The action ComputerSystem.Reset requires the parameter ResetType to be present in the request body."))
+                self.send(
+                    400,
+                    message(
+                        "ActionParameterMissing",
+                        "The action ComputerSystem.Reset requires the parameter ResetType to be present in the request body.",
+                    ),
+                )
                 return
             if reset_type not in RESET_TYPES:
-                self.send(400, message("ActionParameterNotSupported", f"The parameter ResetType for the action ComputerSystem.Reset is not supported on the target resource: {reset_type}."))
+                self.send(
+                    400,
+                    message(
+                        "ActionParameterNotSupported",
+                        f"The parameter ResetType for the action ComputerSystem.Reset is not supported on the target resource: {reset_type}.",
+                    ),
+                )
                 return
             try:
                 bmc.reset(system, reset_type)
@@ -226,8 +258,10 @@ def bind_in_netns(netns: str, address: str, port: int) -> ThreadingHTTPServer:
 def serve(args: argparse.Namespace) -> None:
     config = json.loads(Path(args.config).read_text(encoding="utf-8"))
     bmc = LabBmc(config["systems"], config["username"], config["password"])
-    server = bind_in_netns(args.netns, args.address, args.port) if args.netns else ThreadingHTTPServer(
-        (args.address, args.port), BaseHTTPRequestHandler
+    server = (
+        bind_in_netns(args.netns, args.address, args.port)
+        if args.netns
+        else ThreadingHTTPServer((args.address, args.port), BaseHTTPRequestHandler)
     )
     server.RequestHandlerClass = handler_for(bmc)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)

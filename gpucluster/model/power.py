@@ -55,7 +55,9 @@ class Bmc(Strict):
         default=True,
     )
     ipmi_address: Annotated[str, Field(pattern=HOST_TEMPLATE_RE)] | None = spec(
-        "IPMI address when it is not the endpoint's host (`{host}` allowed).", Update.RENDER_ONLY, default=None
+        "IPMI address when it is not the endpoint's host (`{host}` allowed).",
+        Update.RENDER_ONLY,
+        default=None,
     )
 
 
@@ -118,7 +120,9 @@ class CloudBurst(Strict):
         Update.RENDER_ONLY,
         default="delete",
     )
-    disk_gb: Annotated[int, Field(ge=20, le=65536)] = spec("Boot disk size in GB.", Update.REBUILD, default=200)
+    disk_gb: Annotated[int, Field(ge=20, le=65536)] = spec(
+        "Boot disk size in GB.", Update.REBUILD, default=200
+    )
 
     @model_validator(mode="after")
     def _reservation_needed(self) -> CloudBurst:
@@ -147,7 +151,9 @@ class NodePower(Strict):
         default=None,
     )
     bmc: Bmc | None = spec("The hosts' BMCs (kind `bmc`).", Update.RENDER_ONLY, default=None)
-    cloud: CloudBurst | None = spec("Where the instances are made (kind `cloud`).", Update.REBUILD, default=None)
+    cloud: CloudBurst | None = spec(
+        "Where the instances are made (kind `cloud`).", Update.REBUILD, default=None
+    )
 
     @model_validator(mode="after")
     def _settings_of_kind(self) -> NodePower:
@@ -157,7 +163,9 @@ class NodePower(Strict):
             raise ValueError("kind `cloud` creates instances: give `cloud: {provider: ..., region: ...}`")
         for kind in ("bmc", "cloud"):
             if getattr(self, kind) is not None and self.kind != kind:
-                raise ValueError(f"`{kind}` settings belong to kind `{kind}` (this group's kind is `{self.kind}`)")
+                raise ValueError(
+                    f"`{kind}` settings belong to kind `{kind}` (this group's kind is `{self.kind}`)"
+                )
         return self
 
     @property

@@ -104,11 +104,17 @@ def power_timers(cluster: Cluster) -> PowerTimers:
     given = cluster.spec.slurm.power_save or PowerSave()
     if not power_groups(cluster):
         return PowerTimers(
-            given.suspend_time, given.suspend_timeout, given.resume_timeout, given.suspend_rate, given.resume_rate
+            given.suspend_time,
+            given.suspend_timeout,
+            given.resume_timeout,
+            given.suspend_rate,
+            given.resume_rate,
         )
     return PowerTimers(
         suspend_time=given.suspend_time if given.suspend_time is not None else DEFAULT_SUSPEND_TIME,
-        suspend_timeout=given.suspend_timeout if given.suspend_timeout is not None else DEFAULT_SUSPEND_TIMEOUT,
+        suspend_timeout=given.suspend_timeout
+        if given.suspend_timeout is not None
+        else DEFAULT_SUSPEND_TIMEOUT,
         resume_timeout=given.resume_timeout
         if given.resume_timeout is not None
         else needed_resume_timeout(cluster),

@@ -32,7 +32,9 @@ def slurm_gpu_nodes(cluster: Cluster) -> list[str]:
     """Slurm's GPU nodes the roles install software on: not the instances of cloud groups, whose
     image carries what they run (their driver source does not decide for the others)."""
     instances = set(cloud_hosts(cluster))
-    return [h for h in cluster.hosts_owned_by(Owner.SLURM) if cluster.node_type(h).gpus and h not in instances]
+    return [
+        h for h in cluster.hosts_owned_by(Owner.SLURM) if cluster.node_type(h).gpus and h not in instances
+    ]
 
 
 def sources_without_nvidia_repository(cluster: Cluster) -> dict[str, str]:

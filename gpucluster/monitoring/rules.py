@@ -104,7 +104,9 @@ def gpus_idle_not_powered_down(cluster: Cluster) -> Rule:
     expr = f"{total} - max by (partition) ({off}) - {rest}"
     series = (*rule.series, (f'{off}{{partition="gpu",host="ctl01",role="controller"}}', "8x10"))
     value = str(int(rule.value) - 8)
-    return Rule(rule.alert, expr, rule.summary, rule.runbook, rule.severity, rule.wait, series, rule.expect, value)
+    return Rule(
+        rule.alert, expr, rule.summary, rule.runbook, rule.severity, rule.wait, series, rule.expect, value
+    )
 
 
 def node_exporter_missing(cluster: Cluster) -> Rule:
@@ -314,11 +316,15 @@ def rules_document(cluster: Cluster, monitoring: MonitoringSpec) -> dict[str, An
         entry["labels"] = {"severity": rule.severity, "cluster": cluster.name}
         entry["annotations"] = {"summary": rule.summary, "runbook": rule.runbook}
         rules.append(entry)
-    groups: list[dict[str, Any]] = [{"name": "gpucluster", "interval": monitoring.evaluation_interval, "rules": rules}]
+    groups: list[dict[str, Any]] = [
+        {"name": "gpucluster", "interval": monitoring.evaluation_interval, "rules": rules}
+    ]
     if saved_hosts(cluster):
         # Powered-down GPU-hours of a day: avg_over_time(gpucluster:gpus_powered_down[1d]) * 24.
         record = {"record": "gpucluster:gpus_powered_down", "expr": f"max({collector.GPUS_POWERED_DOWN})"}
-        groups.append({"name": "gpucluster-power", "interval": monitoring.evaluation_interval, "rules": [record]})
+        groups.append(
+            {"name": "gpucluster-power", "interval": monitoring.evaluation_interval, "rules": [record]}
+        )
     return {"groups": groups}
 
 

@@ -326,7 +326,9 @@ class Slurm:
 def _run_tool(argv: list[str]) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PATH": os.environ.get("PATH") or DEFAULT_PATH}
     try:
-        return subprocess.run(argv, capture_output=True, text=True, timeout=SCONTROL_TIMEOUT, env=env, check=False)
+        return subprocess.run(
+            argv, capture_output=True, text=True, timeout=SCONTROL_TIMEOUT, env=env, check=False
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return subprocess.CompletedProcess(argv, 1, "", str(exc))
 
@@ -398,7 +400,9 @@ class Redfish(Provider):
     def _credentials(self, node: str) -> tuple[str, str]:
         entry = (self.secrets.get("bmc") or {}).get(node) or self.secrets.get("default_bmc") or {}
         if not entry.get("username"):
-            raise ProviderError(f"no BMC credentials for {node} in the secrets file (slurm_power_bmc_username)")
+            raise ProviderError(
+                f"no BMC credentials for {node} in the secrets file (slurm_power_bmc_username)"
+            )
         return str(entry["username"]), str(entry.get("password", ""))
 
     def system_url(self, node: NodeConfig) -> str:
@@ -422,8 +426,12 @@ class Redfish(Provider):
             raise _redfish_error(exc, url) from None
         except urllib.error.URLError as exc:
             if isinstance(exc.reason, ssl.SSLCertVerificationError):
-                raise ProviderError(f"redfish: the certificate of {url} is not trusted ({exc.reason.verify_message})") from None
-            if isinstance(exc.reason, (ConnectionRefusedError, OSError)) and not isinstance(exc.reason, ssl.SSLError):
+                raise ProviderError(
+                    f"redfish: the certificate of {url} is not trusted ({exc.reason.verify_message})"
+                ) from None
+            if isinstance(exc.reason, (ConnectionRefusedError, OSError)) and not isinstance(
+                exc.reason, ssl.SSLError
+            ):
                 raise NoRedfish(f"redfish: {url}: {exc.reason}") from None
             raise ProviderError(f"redfish: {url}: {exc.reason}", retry=True) from None
         except TimeoutError:
@@ -450,7 +458,9 @@ class Redfish(Provider):
         allowed = action.get("ResetType@Redfish.AllowableValues") or list(wanted)
         choice = next((t for t in wanted if t in allowed), None)
         if choice is None:
-            raise ProviderError(f"redfish: {node.name} allows no ResetType of {', '.join(wanted)} ({', '.join(allowed)})")
+            raise ProviderError(
+                f"redfish: {node.name} allows no ResetType of {', '.join(wanted)} ({', '.join(allowed)})"
+            )
         self.request(node.name, "POST", target, {"ResetType": choice})
         return choice
 
@@ -469,7 +479,9 @@ class Redfish(Provider):
             return Result("already On")
         reset = self.reset(node, ("On", "ForceOn"))
         if not self.wait_for(node, "On", 60):
-            raise ProviderError(f"redfish: {node.name} still {self.state(node)} 60 s after ResetType {reset}", retry=True)
+            raise ProviderError(
+                f"redfish: {node.name} still {self.state(node)} 60 s after ResetType {reset}", retry=True
+            )
         return Result(f"PowerState {before} -> On (ComputerSystem.Reset {reset})")
 
     def off(self, node: NodeConfig, grace: float) -> Result:
@@ -485,7 +497,9 @@ class Redfish(Provider):
                 pass
         reset = self.reset(node, ("ForceOff",))
         if not self.wait_for(node, "Off", 30):
-            raise ProviderError(f"redfish: {node.name} still {self.state(node)} after ResetType ForceOff", retry=True)
+            raise ProviderError(
+                f"redfish: {node.name} still {self.state(node)} after ResetType ForceOff", retry=True
+            )
         return Result(f"PowerState {before} -> Off (ComputerSystem.Reset {reset})")
 
 
@@ -496,7 +510,9 @@ def _redfish_error(exc: urllib.error.HTTPError, url: str) -> ProviderError:
         error = json.loads(exc.read()).get("error") or {}
         infos = error.get("@Message.ExtendedInfo") or []
         messages = [i.get("Message") or i.get("MessageId") for i in infos if isinstance(i, dict)]
-        detail = "; ".join(str(m) for m in messages if m) or str(error.get("message") or error.get("code") or "")
+        detail = "; ".join(str(m) for m in messages if m) or str(
+            error.get("message") or error.get("code") or ""
+        )
     if exc.code == 404 and url.rstrip("/").endswith("/redfish/v1"):
         return NoRedfish(f"redfish: no service at {url}")
     retry = exc.code in (429, 500, 502, 503, 504)
@@ -510,7 +526,9 @@ class Ipmi(Provider):
 
     kind = "ipmi"
 
-    def __init__(self, secrets: dict[str, Any], run: Callable[..., subprocess.CompletedProcess[str]] | None = None) -> None:
+    def __init__(
+        self, secrets: dict[str, Any], run: Callable[..., subprocess.CompletedProcess[str]] | None = None
+    ) -> None:
         self.secrets = secrets
         self.run = run or subprocess.run
 
@@ -523,14 +541,30 @@ class Ipmi(Provider):
 
     def ipmitool(self, node: NodeConfig, *words: str) -> str:
         entry = (self.secrets.get("bmc") or {}).get(node.name) or self.secrets.get("default_bmc") or {}
-        argv = ["ipmitool", "-I", "lanplus", "-H", self.address(node), "-U", str(entry.get("username", "")), "-E", *words]
-        env = {**os.environ, "IPMI_PASSWORD": str(entry.get("password", "")), "PATH": os.environ.get("PATH") or DEFAULT_PATH}
+        argv = [
+            "ipmitool",
+            "-I",
+            "lanplus",
+            "-H",
+            self.address(node),
+            "-U",
+            str(entry.get("username", "")),
+            "-E",
+            *words,
+        ]
+        env = {
+            **os.environ,
+            "IPMI_PASSWORD": str(entry.get("password", "")),
+            "PATH": os.environ.get("PATH") or DEFAULT_PATH,
+        }
         try:
             proc = self.run(argv, capture_output=True, text=True, timeout=30, env=env, check=False)
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise ProviderError(f"ipmi: {exc}", retry=True) from None
         if proc.returncode != 0:
-            raise ProviderError(f"ipmi: {' '.join(words)}: {(proc.stderr or proc.stdout).strip()[:120]}", retry=True)
+            raise ProviderError(
+                f"ipmi: {' '.join(words)}: {(proc.stderr or proc.stdout).strip()[:120]}", retry=True
+            )
         return str(proc.stdout)
 
     def state(self, node: NodeConfig) -> str:
@@ -593,7 +627,11 @@ AWS_RETRY = {
     "RequestLimitExceeded", "Throttling", "ThrottlingException", "InsufficientInstanceCapacity",
     "InternalError", "ServiceUnavailable", "Unavailable", "InsufficientCapacityOnHost",
 }  # fmt: skip
-GCP_RETRY_CODES = {"ZONE_RESOURCE_POOL_EXHAUSTED", "ZONE_RESOURCE_POOL_EXHAUSTED_WITH_DETAILS", "RESOURCE_NOT_READY"}
+GCP_RETRY_CODES = {
+    "ZONE_RESOURCE_POOL_EXHAUSTED",
+    "ZONE_RESOURCE_POOL_EXHAUSTED_WITH_DETAILS",
+    "RESOURCE_NOT_READY",
+}
 
 
 def cloud_tags(cluster: str, node: NodeConfig) -> dict[str, str]:
@@ -653,8 +691,12 @@ class Aws(Provider):
     def run_params(self, node: NodeConfig) -> dict[str, Any]:
         cloud = node.settings
         template = cloud["template"]
-        spec = {"LaunchTemplateId": template} if template.startswith("lt-") else {"LaunchTemplateName": template}
-        tags = [{"Key": k, "Value": v} for k, v in {"Name": node.name, **cloud_tags(self.cluster, node)}.items()]
+        spec = (
+            {"LaunchTemplateId": template} if template.startswith("lt-") else {"LaunchTemplateName": template}
+        )
+        tags = [
+            {"Key": k, "Value": v} for k, v in {"Name": node.name, **cloud_tags(self.cluster, node)}.items()
+        ]
         params: dict[str, Any] = {
             "MinCount": 1,
             "MaxCount": 1,
@@ -680,7 +722,10 @@ class Aws(Provider):
     def on(self, node: NodeConfig) -> Result:
         instance = self.find(node)
         if instance is not None and instance["State"]["Name"] in ("pending", "running"):
-            return Result(f"instance {instance['InstanceId']} already {instance['State']['Name']}", instance.get("PrivateIpAddress"))
+            return Result(
+                f"instance {instance['InstanceId']} already {instance['State']['Name']}",
+                instance.get("PrivateIpAddress"),
+            )
         if instance is not None and instance["State"]["Name"] in ("stopped", "stopping"):
             self._call("start_instances", InstanceIds=[instance["InstanceId"]])
             return Result(f"instance {instance['InstanceId']} started", instance.get("PrivateIpAddress"))
@@ -778,7 +823,9 @@ class Gcp(Provider):
             self._call("start", instance=node.name, **self._where(node))
             return Result(f"instance {node.name} started", _gcp_address(self.get(node)))
         self._call(
-            "bulk_insert", bulk_insert_instance_resource_resource=self.bulk_request([node]), **self._where(node)
+            "bulk_insert",
+            bulk_insert_instance_resource_resource=self.bulk_request([node]),
+            **self._where(node),
         )
         return Result(f"instance {node.name} created (bulkInsert)", _gcp_address(self.get(node)))
 
@@ -828,7 +875,11 @@ class Azure(Provider):
         from azure.mgmt.compute import ComputeManagementClient
 
         settings = secrets.get("azure") or {}
-        return cls(cluster, ComputeManagementClient(DefaultAzureCredential(), settings.get("subscription_id", "")), settings)
+        return cls(
+            cluster,
+            ComputeManagementClient(DefaultAzureCredential(), settings.get("subscription_id", "")),
+            settings,
+        )
 
     def _call(self, call: Callable[[], Any]) -> Any:
         from azure.core.exceptions import AzureError, HttpResponseError, ResourceNotFoundError
@@ -840,8 +891,14 @@ class Azure(Provider):
             raise
         except HttpResponseError as exc:
             code = getattr(exc.error, "code", None) or exc.status_code
-            retry = exc.status_code in (429, 503) or code in ("AllocationFailed", "ZonalAllocationFailed", "OverconstrainedAllocationRequest")
-            raise ProviderError(f"azure {code}: {exc.message.splitlines()[0] if exc.message else ''}", retry=retry) from None
+            retry = exc.status_code in (429, 503) or code in (
+                "AllocationFailed",
+                "ZonalAllocationFailed",
+                "OverconstrainedAllocationRequest",
+            )
+            raise ProviderError(
+                f"azure {code}: {exc.message.splitlines()[0] if exc.message else ''}", retry=retry
+            ) from None
         except AzureError as exc:
             raise ProviderError(f"azure: {exc}", retry=True) from None
 
@@ -850,7 +907,9 @@ class Azure(Provider):
         cloud = node.settings
         key = self.settings.get("admin_ssh_public_key")
         if not key:
-            raise ProviderError("azure: no admin SSH key in the secrets file (slurm_power_azure.admin_ssh_public_key)")
+            raise ProviderError(
+                "azure: no admin SSH key in the secrets file (slurm_power_azure.admin_ssh_public_key)"
+            )
         image = cloud["image"]
         if image.startswith("/"):
             reference = {"id": image}
@@ -863,14 +922,20 @@ class Azure(Provider):
                 "primary": True,
                 "deleteOption": "Delete",
                 "enableAcceleratedNetworking": True,
-                "ipConfigurations": [{"name": "ipconfig1", "properties": {"subnet": {"id": cloud["subnet"]}}}],
+                "ipConfigurations": [
+                    {"name": "ipconfig1", "properties": {"subnet": {"id": cloud["subnet"]}}}
+                ],
             },
         }
         properties: dict[str, Any] = {
             "hardwareProfile": {"vmSize": cloud["instance_type"]},
             "storageProfile": {
                 "imageReference": reference,
-                "osDisk": {"createOption": "FromImage", "deleteOption": "Delete", "diskSizeGB": cloud.get("disk_gb", 200)},
+                "osDisk": {
+                    "createOption": "FromImage",
+                    "deleteOption": "Delete",
+                    "diskSizeGB": cloud.get("disk_gb", 200),
+                },
             },
             "osProfile": {
                 "computerName": node.name,
@@ -878,27 +943,41 @@ class Azure(Provider):
                 "customData": base64.b64encode(_boot_config(node).encode()).decode(),
                 "linuxConfiguration": {
                     "disablePasswordAuthentication": True,
-                    "ssh": {"publicKeys": [{"path": "/home/gpucluster/.ssh/authorized_keys", "keyData": key}]},
+                    "ssh": {
+                        "publicKeys": [{"path": "/home/gpucluster/.ssh/authorized_keys", "keyData": key}]
+                    },
                 },
             },
-            "networkProfile": {"networkApiVersion": self.NETWORK_API, "networkInterfaceConfigurations": [nic]},
+            "networkProfile": {
+                "networkApiVersion": self.NETWORK_API,
+                "networkInterfaceConfigurations": [nic],
+            },
         }
         if cloud.get("capacity") == "spot":
             properties.update({"priority": "Spot", "evictionPolicy": "Delete"})
         if cloud.get("capacity") == "reservation":
             properties["capacityReservation"] = {"capacityReservationGroup": {"id": cloud["reservation"]}}
-        body: dict[str, Any] = {"location": cloud["region"], "tags": cloud_tags(self.cluster, node), "properties": properties}
+        body: dict[str, Any] = {
+            "location": cloud["region"],
+            "tags": cloud_tags(self.cluster, node),
+            "properties": properties,
+        }
         if cloud.get("zone"):
             body["zones"] = [cloud["zone"]]
         if self.settings.get("identity"):
-            body["identity"] = {"type": "UserAssigned", "userAssignedIdentities": {self.settings["identity"]: {}}}
+            body["identity"] = {
+                "type": "UserAssigned",
+                "userAssignedIdentities": {self.settings["identity"]: {}},
+            }
         return body
 
     def _power_state(self, node: NodeConfig) -> str | None:
         from azure.core.exceptions import ResourceNotFoundError
 
         try:
-            view = self._call(lambda: self.client.virtual_machines.instance_view(node.settings["project"], node.name))
+            view = self._call(
+                lambda: self.client.virtual_machines.instance_view(node.settings["project"], node.name)
+            )
         except ResourceNotFoundError:
             return None
         states = [s.code for s in (view.statuses or []) if s.code and s.code.startswith("PowerState/")]
@@ -960,7 +1039,9 @@ class Nebius(Provider):
             return result
         except RequestError as exc:
             text = str(exc)
-            raise NebiusError(text, retry=any(c in text for c in ("RESOURCE_EXHAUSTED", "UNAVAILABLE"))) from None
+            raise NebiusError(
+                text, retry=any(c in text for c in ("RESOURCE_EXHAUSTED", "UNAVAILABLE"))
+            ) from None
 
     def create_request(self, node: NodeConfig) -> Any:
         from nebius.api.nebius.common.v1 import ResourceMetadata
@@ -992,19 +1073,29 @@ class Nebius(Provider):
                     ),
                 ),
             ),
-            network_interfaces=[NetworkInterfaceSpec(name="eth0", subnet_id=cloud["subnet"], ip_address=IPAddress())],
+            network_interfaces=[
+                NetworkInterfaceSpec(name="eth0", subnet_id=cloud["subnet"], ip_address=IPAddress())
+            ],
             cloud_init_user_data=_boot_config(node),
         )
         if cloud.get("capacity") == "spot":
-            spec.preemptible = PreemptibleSpec(on_preemption=PreemptibleSpec.PreemptionPolicy.STOP, priority=3)
-        metadata = ResourceMetadata(parent_id=cloud["project"], name=node.name, labels=cloud_tags(self.cluster, node))
+            spec.preemptible = PreemptibleSpec(
+                on_preemption=PreemptibleSpec.PreemptionPolicy.STOP, priority=3
+            )
+        metadata = ResourceMetadata(
+            parent_id=cloud["project"], name=node.name, labels=cloud_tags(self.cluster, node)
+        )
         return CreateInstanceRequest(metadata=metadata, spec=spec)
 
     def get(self, node: NodeConfig) -> Any | None:
         from nebius.api.nebius.common.v1 import GetByNameRequest
 
         try:
-            return self._call(lambda: self.client.get_by_name(GetByNameRequest(parent_id=node.settings["project"], name=node.name)))
+            return self._call(
+                lambda: self.client.get_by_name(
+                    GetByNameRequest(parent_id=node.settings["project"], name=node.name)
+                )
+            )
         except NebiusError as exc:
             if "NOT_FOUND" in exc.reason:
                 return None
@@ -1059,7 +1150,9 @@ class Providers:
         self.lock = threading.Lock()
 
     def of(self, node: NodeConfig) -> Provider:
-        key = node.kind if node.kind == "bmc" else f"{node.settings['provider']}:{node.settings.get('region')}"
+        key = (
+            node.kind if node.kind == "bmc" else f"{node.settings['provider']}:{node.settings.get('region')}"
+        )
         with self.lock:
             if key not in self.made:
                 self.made[key] = self._make(node)
@@ -1080,7 +1173,9 @@ class Providers:
             if provider == "nebius":
                 return Nebius.default(config.cluster)
         except ImportError as exc:
-            raise ProviderError(f"{provider}: its SDK is not installed on this controller ({exc.name})") from None
+            raise ProviderError(
+                f"{provider}: its SDK is not installed on this controller ({exc.name})"
+            ) from None
         raise ProviderError(f"unknown provider {provider}")
 
 
@@ -1146,7 +1241,9 @@ def resume(run: Run, names: list[str]) -> int:
             try:
                 result = run.timed(
                     node.name,
-                    lambda: with_retries(lambda: provider.on(node), deadlines[node.name], lambda m: run.note(node.name, m)),
+                    lambda: with_retries(
+                        lambda: provider.on(node), deadlines[node.name], lambda m: run.note(node.name, m)
+                    ),
                 )
             except ProviderError as exc:
                 failed[node.name] = f"{provider.kind}: {exc.reason}"
@@ -1169,7 +1266,10 @@ def resume(run: Run, names: list[str]) -> int:
             took = time.monotonic() - started
             spent = run.provider_seconds.get(name, 0.0)
             program = max(took - spent - run.waited, 0.0)
-            run.note(name, f"slurmd registered after {took:.1f} s (provider {spent:.2f} s, boot {run.waited:.1f} s, program {program:.2f} s)")
+            run.note(
+                name,
+                f"slurmd registered after {took:.1f} s (provider {spent:.2f} s, boot {run.waited:.1f} s, program {program:.2f} s)",
+            )
     return 0
 
 
@@ -1191,7 +1291,9 @@ def watch(run: Run, names: list[str], deadlines: dict[str, float]) -> dict[str, 
             elif now >= deadlines[name]:
                 state = node.state if node else "unknown to Slurm"
                 kind = run.config.nodes[name].kind
-                failed[name] = f"{kind}: powered on, but slurmd did not register within its ResumeTimeout ({state})"
+                failed[name] = (
+                    f"{kind}: powered on, but slurmd did not register within its ResumeTimeout ({state})"
+                )
                 pending.discard(name)
         if pending:
             time.sleep(WATCH_INTERVAL)
@@ -1210,7 +1312,9 @@ def give_up(run: Run, name: str, reason: str, jobs: list[str]) -> None:
     run.state.write(name, action="resume", result="failed", reason=text)
     node = run.config.nodes[name]
     try:
-        done = run.timed(name, lambda: run.providers.of(node).off(node, grace=0) if run.providers else Result("-"))
+        done = run.timed(
+            name, lambda: run.providers.of(node).off(node, grace=0) if run.providers else Result("-")
+        )
         off = f"; {done.done}"
     except ProviderError as exc:
         off = f"; power off failed too: {exc.reason}"
@@ -1261,7 +1365,12 @@ def suspend(run: Run, names: list[str], grace: float = 60.0) -> int:
             provider = run.providers.of(node)
             started = time.monotonic()
             try:
-                result = run.timed(name, lambda: with_retries(lambda: provider.off(node, grace), started + grace + 60, lambda m: run.note(name, m)))
+                result = run.timed(
+                    name,
+                    lambda: with_retries(
+                        lambda: provider.off(node, grace), started + grace + 60, lambda m: run.note(name, m)
+                    ),
+                )
             except ProviderError as exc:
                 run.state.write(name, action="suspend", result="failed", reason=exc.reason)
                 run.note(name, f"{provider.kind}: power off failed: {exc.reason}")
@@ -1280,7 +1389,10 @@ def resume_fail(run: Run, names: list[str]) -> int:
     assert run.state is not None
     for name in names:
         recorded = run.state.read(name)
-        reason = recorded.get("reason") or f"did not register within ResumeTimeout (last: {recorded.get('detail', 'no record')})"
+        reason = (
+            recorded.get("reason")
+            or f"did not register within ResumeTimeout (last: {recorded.get('detail', 'no record')})"
+        )
         if str(reason).startswith(PREFIX):
             reason = str(reason)[len(PREFIX) :].strip()
         run.state.write(name, action="resume-fail", result="failed", reason=short_reason(str(reason)))

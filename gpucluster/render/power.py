@@ -63,8 +63,14 @@ def power_save_lines(cluster: Cluster, named_hosts: list[str]) -> list[Line]:
     lines: list[Line] = []
     if groups:
         lines += [
-            ("#", "Power saving (cluster.slurm.power_save): the nodes of cluster.nodes[].power bmc and cloud"),
-            ("#", "are off until a job needs them; gpucluster-power powers them on and off (gpucluster-power.json)"),
+            (
+                "#",
+                "Power saving (cluster.slurm.power_save): the nodes of cluster.nodes[].power bmc and cloud",
+            ),
+            (
+                "#",
+                "are off until a job needs them; gpucluster-power powers them on and off (gpucluster-power.json)",
+            ),
             ("SuspendProgram", SUSPEND_PROGRAM),
             ("ResumeProgram", RESUME_PROGRAM),
             ("ResumeFailProgram", RESUME_FAIL_PROGRAM),

@@ -317,9 +317,15 @@ def powered_view(view: Cluster, off: set[str]) -> Cluster:
     return replace(
         view,
         node_type_of={h: t for h, t in view.node_type_of.items() if h not in off},
-        hosts_by_type={t: kept for t, hs in view.hosts_by_type.items() if (kept := [h for h in hs if h not in off])},
-        partitions={p: kept for p, hs in view.partitions.items() if (kept := [h for h in hs if h not in off])},
-        switches=[Switch(s.name, s.switches, tuple(h for h in s.nodes if h not in off)) for s in view.switches],
+        hosts_by_type={
+            t: kept for t, hs in view.hosts_by_type.items() if (kept := [h for h in hs if h not in off])
+        },
+        partitions={
+            p: kept for p, hs in view.partitions.items() if (kept := [h for h in hs if h not in off])
+        },
+        switches=[
+            Switch(s.name, s.switches, tuple(h for h in s.nodes if h not in off)) for s in view.switches
+        ],
     )
 
 

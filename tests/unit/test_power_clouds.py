@@ -90,12 +90,19 @@ def test_aws_creates_one_tagged_instance_from_the_launch_template_in_the_capacit
         "MinCount": 1,
         "MaxCount": 1,
         "LaunchTemplate": {"LaunchTemplateName": "lab-aws-burst", "Version": "$Default"},
-        "TagSpecifications": [{"ResourceType": "instance", "Tags": tags}, {"ResourceType": "volume", "Tags": tags}],
+        "TagSpecifications": [
+            {"ResourceType": "instance", "Tags": tags},
+            {"ResourceType": "volume", "Tags": tags},
+        ],
         "InstanceType": "p5.48xlarge",
         "InstanceMarketOptions": {"MarketType": "capacity-block"},
-        "CapacityReservationSpecification": {"CapacityReservationTarget": {"CapacityReservationId": "cr-0123456789abcdef0"}},
+        "CapacityReservationSpecification": {
+            "CapacityReservationTarget": {"CapacityReservationId": "cr-0123456789abcdef0"}
+        },
     }
-    made = {"Instances": [{"InstanceId": "i-0aa", "InstanceType": "p5.48xlarge", "PrivateIpAddress": "10.20.0.7"}]}
+    made = {
+        "Instances": [{"InstanceId": "i-0aa", "InstanceType": "p5.48xlarge", "PrivateIpAddress": "10.20.0.7"}]
+    }
     stubber.add_response("run_instances", made, expected)
     result = power.Aws("lab", client).on(node)
     assert result.done == "instance i-0aa (p5.48xlarge) created"
@@ -104,7 +111,19 @@ def test_aws_creates_one_tagged_instance_from_the_launch_template_in_the_capacit
 
 def test_aws_does_not_make_a_second_instance_and_terminates_the_one_it_finds(ec2: Any) -> None:
     client, stubber = ec2
-    running = {"Reservations": [{"Instances": [{"InstanceId": "i-0aa", "State": {"Name": "running", "Code": 16}, "PrivateIpAddress": "10.20.0.7"}]}]}
+    running = {
+        "Reservations": [
+            {
+                "Instances": [
+                    {
+                        "InstanceId": "i-0aa",
+                        "State": {"Name": "running", "Code": 16},
+                        "PrivateIpAddress": "10.20.0.7",
+                    }
+                ]
+            }
+        ]
+    }
     stubber.add_response("describe_instances", running, FIND)
     stubber.add_response("describe_instances", running, FIND)
     stubber.add_response("terminate_instances", {"TerminatingInstances": []}, {"InstanceIds": ["i-0aa"]})
@@ -115,12 +134,24 @@ def test_aws_does_not_make_a_second_instance_and_terminates_the_one_it_finds(ec2
 
 @pytest.mark.parametrize(
     ("code", "retry"),
-    [("InsufficientInstanceCapacity", True), ("RequestLimitExceeded", True), ("VcpuLimitExceeded", False), ("UnauthorizedOperation", False)],
+    [
+        ("InsufficientInstanceCapacity", True),
+        ("RequestLimitExceeded", True),
+        ("VcpuLimitExceeded", False),
+        ("UnauthorizedOperation", False),
+    ],
 )
-def test_aws_errors_become_the_node_s_reason_and_say_whether_to_try_again(ec2: Any, code: str, retry: bool) -> None:
+def test_aws_errors_become_the_node_s_reason_and_say_whether_to_try_again(
+    ec2: Any, code: str, retry: bool
+) -> None:
     client, stubber = ec2
     stubber.add_response("describe_instances", {"Reservations": []}, FIND)
-    stubber.add_client_error("run_instances", service_error_code=code, service_message=f"{code} in us-east-1a", http_status_code=400)
+    stubber.add_client_error(
+        "run_instances",
+        service_error_code=code,
+        service_message=f"{code} in us-east-1a",
+        http_status_code=400,
+    )
     with pytest.raises(power.ProviderError) as caught:
         power.Aws("lab", client).on(cloud_node("aws"))
     assert caught.value.reason == f"aws {code}: {code} in us-east-1a"
@@ -137,10 +168,17 @@ def test_retries_follow_the_provider_and_stop_at_the_node_s_deadline(monkeypatch
             raise power.ProviderError("aws InsufficientInstanceCapacity: none", retry=True)
         return power.Result("created")
 
-    assert power.with_retries(capacity, deadline=power.time.monotonic() + 600, log=lambda m: None).done == "created"
+    assert (
+        power.with_retries(capacity, deadline=power.time.monotonic() + 600, log=lambda m: None).done
+        == "created"
+    )
     assert len(tries) == 3
     with pytest.raises(power.ProviderError):
-        power.with_retries(lambda: (_ for _ in ()).throw(power.ProviderError("quota", retry=False)), power.time.monotonic() + 600, lambda m: None)
+        power.with_retries(
+            lambda: (_ for _ in ()).throw(power.ProviderError("quota", retry=False)),
+            power.time.monotonic() + 600,
+            lambda m: None,
+        )
 
 
 # --- HTTP recorders for the SDKs that speak REST through requests --------------------------
@@ -173,7 +211,9 @@ def respond(request: requests.PreparedRequest, status: int, body: Any) -> reques
 
     content = json.dumps(body).encode()
     headers = {"Content-Type": "application/json", "Content-Length": str(len(content))}
-    raw = urllib3.HTTPResponse(body=io.BytesIO(content), headers=headers, status=status, preload_content=False)
+    raw = urllib3.HTTPResponse(
+        body=io.BytesIO(content), headers=headers, status=status, preload_content=False
+    )
     response = requests.adapters.HTTPAdapter().build_response(request, raw)
     return response
 
@@ -197,10 +237,23 @@ def gcp_client(recorder: Recorder) -> Any:
 
 
 def gcp_node(**settings: Any) -> Any:
-    return cloud_node("gcp", project="gpu-lab-1234", zone="us-central1-a", template="lab-gcp-burst", region="us-central1", **settings)
+    return cloud_node(
+        "gcp",
+        project="gpu-lab-1234",
+        zone="us-central1-a",
+        template="lab-gcp-burst",
+        region="us-central1",
+        **settings,
+    )
 
 
-NOT_FOUND = {"error": {"code": 404, "message": "The resource 'aws-gpu01' was not found", "errors": [{"reason": "notFound"}]}}
+NOT_FOUND = {
+    "error": {
+        "code": 404,
+        "message": "The resource 'aws-gpu01' was not found",
+        "errors": [{"reason": "notFound"}],
+    }
+}
 DONE = {"name": "operation-1", "status": "DONE", "kind": "compute#operation"}
 RUNNING = {"name": "aws-gpu01", "status": "RUNNING", "networkInterfaces": [{"networkIP": "10.30.0.9"}]}
 
@@ -220,7 +273,10 @@ def test_gcp_bulk_inserts_the_node_by_name_from_the_instance_template() -> None:
     recorder.send = send  # type: ignore[method-assign]
     result = power.Gcp("lab", gcp_client(recorder)).on(gcp_node())
     bulk = next(r for r in recorder.sent if r.method == "POST")
-    assert bulk.url == "https://compute.googleapis.com/compute/v1/projects/gpu-lab-1234/zones/us-central1-a/instances/bulkInsert"
+    assert (
+        bulk.url
+        == "https://compute.googleapis.com/compute/v1/projects/gpu-lab-1234/zones/us-central1-a/instances/bulkInsert"
+    )
     assert body_of(bulk) == {
         "count": "1",
         "minCount": "1",
@@ -235,7 +291,9 @@ def test_gcp_bulk_inserts_the_node_by_name_from_the_instance_template() -> None:
     [(429, "rateLimitExceeded", True), (403, "quotaExceeded", False), (503, "backendError", True)],
 )
 def test_gcp_errors_become_the_node_s_reason(status: int, reason: str, retry: bool) -> None:
-    error = {"error": {"code": status, "message": f"{reason} for a3-highgpu-8g", "errors": [{"reason": reason}]}}
+    error = {
+        "error": {"code": status, "message": f"{reason} for a3-highgpu-8g", "errors": [{"reason": reason}]}
+    }
     recorder = Recorder([("GET", "/instances/aws-gpu01", status, error)])
     with pytest.raises(power.ProviderError) as caught:
         power.Gcp("lab", gcp_client(recorder)).state(gcp_node())
@@ -259,7 +317,9 @@ def azure_client(recorder: Recorder) -> Any:
 
     session = requests.Session()
     session.mount("https://", recorder)
-    return ComputeManagementClient(Token(), "sub-1", transport=RequestsTransport(session=session), polling_interval=0)
+    return ComputeManagementClient(
+        Token(), "sub-1", transport=RequestsTransport(session=session), polling_interval=0
+    )
 
 
 def azure_node(tmp_path: Any, **settings: Any) -> Any:
@@ -286,7 +346,12 @@ def test_azure_creates_the_vm_with_its_nic_and_the_boot_config(tmp_path: Any) ->
     recorder = Recorder(
         [
             ("GET", f"{VM}/instanceView", 404, missing),
-            ("PUT", VM, 200, {"name": "aws-gpu01", "location": "eastus", "properties": {"provisioningState": "Succeeded"}}),
+            (
+                "PUT",
+                VM,
+                200,
+                {"name": "aws-gpu01", "location": "eastus", "properties": {"provisioningState": "Succeeded"}},
+            ),
         ]
     )
     provider = power.Azure("lab", azure_client(recorder), {"admin_ssh_public_key": "ssh-ed25519 AAAA lab"})
@@ -297,8 +362,15 @@ def test_azure_creates_the_vm_with_its_nic_and_the_boot_config(tmp_path: Any) ->
     assert body["tags"]["gpucluster-node"] == "aws-gpu01"
     props = body["properties"]
     assert props["hardwareProfile"] == {"vmSize": "Standard_ND96isr_H100_v5"}
-    assert props["storageProfile"]["imageReference"] == {"publisher": "microsoft-dsvm", "offer": "ubuntu-hpc", "sku": "2204", "version": "latest"}
-    assert props["networkProfile"]["networkInterfaceConfigurations"][0]["properties"]["deleteOption"] == "Delete"
+    assert props["storageProfile"]["imageReference"] == {
+        "publisher": "microsoft-dsvm",
+        "offer": "ubuntu-hpc",
+        "sku": "2204",
+        "version": "latest",
+    }
+    assert (
+        props["networkProfile"]["networkInterfaceConfigurations"][0]["properties"]["deleteOption"] == "Delete"
+    )
     assert props["priority"] == "Spot" and props["evictionPolicy"] == "Delete"
     assert "runcmd" in __import__("base64").b64decode(props["osProfile"]["customData"]).decode()
     assert result.done == "VM aws-gpu01 (Standard_ND96isr_H100_v5) created"
@@ -307,14 +379,23 @@ def test_azure_creates_the_vm_with_its_nic_and_the_boot_config(tmp_path: Any) ->
 def test_azure_allocation_failures_are_tried_again_and_quota_is_not(tmp_path: Any) -> None:
     def failing(code: str, status: int) -> Any:
         error = {"error": {"code": code, "message": f"{code}: Standard_ND96isr_H100_v5 in eastus"}}
-        return Recorder([("GET", f"{VM}/instanceView", 404, {"error": {"code": "ResourceNotFound", "message": "no"}}), ("PUT", VM, status, error)])
+        return Recorder(
+            [
+                ("GET", f"{VM}/instanceView", 404, {"error": {"code": "ResourceNotFound", "message": "no"}}),
+                ("PUT", VM, status, error),
+            ]
+        )
 
     settings = {"admin_ssh_public_key": "ssh-ed25519 AAAA lab"}
     with pytest.raises(power.ProviderError) as caught:
-        power.Azure("lab", azure_client(failing("ZonalAllocationFailed", 409)), settings).on(azure_node(tmp_path))
+        power.Azure("lab", azure_client(failing("ZonalAllocationFailed", 409)), settings).on(
+            azure_node(tmp_path)
+        )
     assert caught.value.retry and caught.value.reason.startswith("azure ZonalAllocationFailed:")
     with pytest.raises(power.ProviderError) as caught:
-        power.Azure("lab", azure_client(failing("OperationNotAllowed", 409)), settings).on(azure_node(tmp_path))
+        power.Azure("lab", azure_client(failing("OperationNotAllowed", 409)), settings).on(
+            azure_node(tmp_path)
+        )
     assert not caught.value.retry and "OperationNotAllowed" in caught.value.reason
 
 

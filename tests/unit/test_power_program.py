@@ -88,10 +88,17 @@ def bmc(tls: Path) -> Iterator[tuple[MemoryBmc, str]]:
 
 
 def node(endpoint: str, name: str = "gpu05", **settings: Any) -> Any:
-    return power.NodeConfig(name, "saved", "bmc", 60, 30, {"endpoint": endpoint, "system": "{host}", **settings})
+    return power.NodeConfig(
+        name, "saved", "bmc", 60, 30, {"endpoint": endpoint, "system": "{host}", **settings}
+    )
 
 
-SECRETS = {"bmc": {"gpu05": {"username": "admin", "password": "s3cret"}, "gpu06": {"username": "admin", "password": "s3cret"}}}
+SECRETS = {
+    "bmc": {
+        "gpu05": {"username": "admin", "password": "s3cret"},
+        "gpu06": {"username": "admin", "password": "s3cret"},
+    }
+}
 
 
 def redfish(tls: Path, secrets: dict[str, Any] = SECRETS) -> Any:
@@ -115,8 +122,11 @@ def test_redfish_checks_the_bmc_certificate_and_never_falls_back_to_ipmi_for_it(
     _, endpoint = bmc
     certificates(tmp_path, "localhost")  # another CA: the BMC's certificate is not signed by it
     ran: list[list[str]] = []
-    provider = power.Bmc(power.Redfish(SECRETS, str(tmp_path / "ca.pem")), power.Ipmi(SECRETS, run=lambda a, **k: ran.append(a)))
-    with pytest.raises(power.ProviderError, match="certificate of .* is not trusted"):
+    provider = power.Bmc(
+        power.Redfish(SECRETS, str(tmp_path / "ca.pem")),
+        power.Ipmi(SECRETS, run=lambda a, **k: ran.append(a)),
+    )
+    with pytest.raises(power.ProviderError, match=r"certificate of .* is not trusted"):
         provider.on(node(endpoint))
     assert ran == []
 
@@ -124,15 +134,23 @@ def test_redfish_checks_the_bmc_certificate_and_never_falls_back_to_ipmi_for_it(
 def test_redfish_errors_carry_the_bmc_s_own_words(bmc: tuple[MemoryBmc, str], tls: Path) -> None:
     _, endpoint = bmc
     wrong = redfish(tls, {"default_bmc": {"username": "admin", "password": "wrong"}})
-    with pytest.raises(power.ProviderError, match="redfish 401 credentials refused: There are insufficient privileges"):
+    with pytest.raises(
+        power.ProviderError, match="redfish 401 credentials refused: There are insufficient privileges"
+    ):
         wrong.on(node(endpoint))
-    with pytest.raises(power.ProviderError, match="redfish 404 .*ComputerSystem named 'gpu99' was not found"):
-        redfish(tls, {"default_bmc": {"username": "admin", "password": "s3cret"}}).state(node(endpoint, "gpu99"))
+    with pytest.raises(
+        power.ProviderError, match=r"redfish 404 .*ComputerSystem named 'gpu99' was not found"
+    ):
+        redfish(tls, {"default_bmc": {"username": "admin", "password": "s3cret"}}).state(
+            node(endpoint, "gpu99")
+        )
     with pytest.raises(power.ProviderError, match="no BMC credentials for gpu05"):
         redfish(tls, {}).state(node(endpoint))
 
 
-def test_a_bmc_without_redfish_is_powered_through_ipmi_with_the_password_in_the_environment(tls: Path) -> None:
+def test_a_bmc_without_redfish_is_powered_through_ipmi_with_the_password_in_the_environment(
+    tls: Path,
+) -> None:
     calls: list[tuple[list[str], dict[str, str]]] = []
 
     def ipmitool(argv: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
@@ -144,10 +162,24 @@ def test_a_bmc_without_redfish_is_powered_through_ipmi_with_the_password_in_the_
     provider = power.Bmc(redfish(tls), power.Ipmi(SECRETS, run=ipmitool))
     assert provider.on(node("https://localhost:9")).done == "chassis power on (ipmi)"
     argv, env = calls[-1]
-    assert argv == ["ipmitool", "-I", "lanplus", "-H", "localhost", "-U", "admin", "-E", "chassis", "power", "on"]
+    assert argv == [
+        "ipmitool",
+        "-I",
+        "lanplus",
+        "-H",
+        "localhost",
+        "-U",
+        "admin",
+        "-E",
+        "chassis",
+        "power",
+        "on",
+    ]
     assert env["IPMI_PASSWORD"] == "s3cret" and "s3cret" not in argv
     with pytest.raises(power.NoRedfish):
-        power.Bmc(redfish(tls), power.Ipmi(SECRETS, run=ipmitool)).on(node("https://localhost:9", ipmi_fallback=False))
+        power.Bmc(redfish(tls), power.Ipmi(SECRETS, run=ipmitool)).on(
+            node("https://localhost:9", ipmi_fallback=False)
+        )
 
 
 class SlurmRecorder:
@@ -173,9 +205,22 @@ class SlurmRecorder:
         return subprocess.CompletedProcess(argv, 0, "", "")
 
 
-def make_run(tmp_path: Path, endpoint: str, tls: Path, slurm: SlurmRecorder, action: str, timeout: int = 60) -> Any:
-    nodes = {n: power.NodeConfig(n, "saved", "bmc", timeout, 5, {"endpoint": endpoint, "system": "{host}"}) for n in ("gpu05", "gpu06")}
-    config = power.Config("lab", "26.05", nodes, str(tmp_path / "power.log"), str(tmp_path / "state"), SECRETS, str(tls / "ca.pem"))
+def make_run(
+    tmp_path: Path, endpoint: str, tls: Path, slurm: SlurmRecorder, action: str, timeout: int = 60
+) -> Any:
+    nodes = {
+        n: power.NodeConfig(n, "saved", "bmc", timeout, 5, {"endpoint": endpoint, "system": "{host}"})
+        for n in ("gpu05", "gpu06")
+    }
+    config = power.Config(
+        "lab",
+        "26.05",
+        nodes,
+        str(tmp_path / "power.log"),
+        str(tmp_path / "state"),
+        SECRETS,
+        str(tls / "ca.pem"),
+    )
     return power.Run(config, action, slurm=power.Slurm(slurm))
 
 
@@ -201,14 +246,18 @@ def test_a_node_that_does_not_come_up_is_down_with_the_reason_and_its_jobs_reque
     monkeypatch.setattr(power, "WATCH_INTERVAL", 0.05)
     monkeypatch.setattr(power, "RESUME_MARGIN", 0)
     resume_file = tmp_path / "resume.json"
-    resume_file.write_text(json.dumps({"all_nodes_resume": "gpu06", "jobs": [{"job_id": 42, "nodes_resume": "gpu06"}]}))
+    resume_file.write_text(
+        json.dumps({"all_nodes_resume": "gpu06", "jobs": [{"job_id": 42, "nodes_resume": "gpu06"}]})
+    )
     monkeypatch.setenv("SLURM_RESUME_FILE", str(resume_file))
     slurm = SlurmRecorder({"gpu06": ["IDLE+POWERING_UP"]}, jobs={"gpu06": "42"})
     run = make_run(tmp_path, endpoint, tls, slurm, "resume", timeout=1)
     power.resume(run, ["gpu06"])
     down = next(c for c in slurm.commands if "State=DOWN" in c)
     assert down[:3] == ["scontrol", "update", "NodeName=gpu06"]
-    assert down[-1].startswith("Reason=[power] bmc: powered on, but slurmd did not register within its ResumeTimeout")
+    assert down[-1].startswith(
+        "Reason=[power] bmc: powered on, but slurmd did not register within its ResumeTimeout"
+    )
     assert ["scontrol", "requeue", "42"] in slurm.commands
     # Off again, so that a node that cannot serve costs no power while it waits for repair.
     assert service.on["gpu06"] is False and service.resets[-1] == ("gpu06", "ForceOff")
@@ -243,6 +292,8 @@ def test_a_playbook_s_hold_keeps_idle_nodes_up(bmc: tuple[MemoryBmc, str], tls: 
     assert service.on["gpu05"] is False
 
 
-def test_the_program_refuses_a_missing_configuration_with_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_program_refuses_a_missing_configuration_with_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert power.main(["gpucluster-power-resume", "gpu05", "--config", str(tmp_path / "none.json")]) == 2
     assert "none.json" in capsys.readouterr().err
