@@ -155,5 +155,82 @@ def render_power_conf(cluster: Cluster) -> str | None:
 def render_power(cluster: Cluster) -> dict[str, str]:
     """power/: what the slurm_power role installs on the controllers (nothing without a
     power-saved group). Not in slurm/: no node needs it, and a change to it needs no reconfigure."""
-    conf = render_power_conf(cluster.owned_by(Owner.SLURM))
-    return {} if conf is None else {f"power/{POWER_CONF}": conf}
+    view = cluster.owned_by(Owner.SLURM)
+    conf = render_power_conf(view)
+    if conf is None:
+        return {}
+    files = {f"power/{POWER_CONF}": conf}
+    # What the burst stack puts in each cloud group's template (stacks/burst).
+    for group in power_groups(view):
+        cloud = group.power.cloud
+        if group.hosts and cloud is not None and cloud.template is None and cloud.provider in NODE_NAME:
+            files[f"power/boot-{group.group}.yaml"] = boot_config(view, group)
+    return files
+
+
+# How a node's first boot learns which Slurm node it is, and reads the munge key from the cloud's
+# secret store (the burst stack makes the secret and lets the nodes' identity read it alone).
+NODE_NAME = {
+    "aws": (
+        'TOKEN=$(curl -sf -X PUT http://169.254.169.254/latest/api/token -H "X-aws-ec2-metadata-token-ttl-seconds: 300")\n'
+        'NODE=$(curl -sf -H "X-aws-ec2-metadata-token: $TOKEN" '
+        "http://169.254.169.254/latest/meta-data/tags/instance/gpucluster-node)"
+    ),
+    "gcp": 'NODE=$(curl -sf -H "Metadata-Flavor: Google" http://metadata.google.internal/computeMetadata/v1/instance/name)',
+}
+MUNGE_KEY = {
+    "aws": "aws secretsmanager get-secret-value --region {region} --secret-id {secret} --query SecretString --output text",
+    "gcp": "gcloud secrets versions access latest --project {project} --secret {secret}",
+}
+
+
+def munge_secret_name(cluster: Cluster) -> str:
+    """The secret (AWS Secrets Manager, GCP Secret Manager) holding the munge key, base64."""
+    return f"{cluster.name}-munge-key"
+
+
+def boot_config(cluster: Cluster, group: PowerGroup) -> str:
+    """The cloud-init user data of a cloud group's instances: at first boot, become the Slurm node
+    the instance was made for, install the target release's slurmd and munge where the image lacks
+    them, take the munge key from the cloud's secret store, and join Slurm configless."""
+    cloud = group.power.cloud
+    assert cloud is not None and cloud.provider in NODE_NAME
+    release = cluster.release.name
+    servers = ",".join(cluster.spec.slurm.controller)
+    key = MUNGE_KEY[cloud.provider].format(
+        region=cloud.region, project=cloud.project or "", secret=munge_secret_name(cluster)
+    )
+    script = "\n".join(
+        [
+            "#!/bin/sh",
+            f"# {header(cluster.name, comment='').strip()}",
+            f"# First boot of a node of {group.group}: Slurm {release}, configless from {servers}.",
+            "set -eu",
+            NODE_NAME[cloud.provider],
+            'test -n "$NODE"',
+            'hostnamectl set-hostname "$NODE"',
+            "if ! command -v slurmd >/dev/null; then",
+            "  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurmd munge",
+            "fi",
+            # A slurmd of another release would register and be refused: the node then stays down
+            # with this line in its console log, and ResumeTimeout gives up on it.
+            f'slurmd -V | grep -q "^slurm {release}\\." || {{ echo "gpucluster: slurmd is not Slurm {release}" >&2; exit 1; }}',
+            "umask 077",
+            f"{key} | base64 -d > /etc/munge/munge.key",
+            "chown munge:munge /etc/munge/munge.key && chmod 0400 /etc/munge/munge.key",
+            "systemctl enable --now munge",
+            f'echo "SLURMD_OPTIONS=\\"--conf-server {servers} -N $NODE\\"" > /etc/default/slurmd',
+            "systemctl enable --now slurmd",
+        ]
+    )
+    indented = "\n".join(f"      {line}" if line else "" for line in script.splitlines())
+    return (
+        "#cloud-config\n"
+        "write_files:\n"
+        "  - path: /usr/local/sbin/gpucluster-join\n"
+        '    permissions: "0700"\n'
+        "    content: |\n"
+        f"{indented}\n"
+        "runcmd:\n"
+        "  - [/usr/local/sbin/gpucluster-join]\n"
+    )
