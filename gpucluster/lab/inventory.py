@@ -64,6 +64,7 @@ def _bmc_vars(target: Path) -> None:
     if target.is_file():
         return
     login = bmc.credentials()
+    bmc.certificates(bmc.bmc_dir())
     encrypted = run(
         [
             venv_tool("ansible-vault"), "encrypt_string",

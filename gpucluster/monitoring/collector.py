@@ -38,8 +38,8 @@ NODE_GPUS_ALLOC = "gpucluster_slurm_node_gpus_alloc"
 # powered off or is powering on or off (sinfo's ~ # % suffixes), per partition and in all (each node
 # once): GpusIdleWhileJobsPend leaves them out, and their average over a day times 24 is the day's
 # powered-down GPU-hours (the recording rule gpucluster:gpus_powered_down).
-PARTITION_GPUS_POWERED_DOWN = "gpucluster_slurm_partition_gpus_powered_down"
-GPUS_POWERED_DOWN = "gpucluster_slurm_gpus_powered_down"
+PARTITION_GPUS_POWERED_DOWN = "gpucluster_slurm_powered_down_partition_gpus"
+GPUS_POWERED_DOWN = "gpucluster_slurm_powered_down_gpus"
 # The `state` values of PARTITION_NODES, each node in one (the first that matches, in this order).
 NODE_STATE_CLASSES = ("down", "drain", "mixed", "allocated", "idle", "other")
 
@@ -148,7 +148,7 @@ def collector_metrics(cluster: Cluster) -> tuple[str, ...]:
 
 def _powered_down_lines() -> list[str]:
     """GPUs of the nodes that are off (or on their way up or down), from one sinfo."""
-    functions = _AWK_FUNCTIONS.split("function state_class")[0].rstrip().split("\n")
+    functions = _AWK_FUNCTIONS.split("function gpus_asked")[0].rstrip().split("\n")
     awk = [
         *functions,
         "{",

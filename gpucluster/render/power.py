@@ -135,7 +135,7 @@ def render_power_conf(cluster: Cluster) -> str | None:
     if not groups:
         return None
     doc = {
-        "comment": header(cluster.name, comment="").strip(),
+        "description": header(cluster.name, comment="").strip(),
         "cluster": cluster.name,
         "release": cluster.release.name,
         "log_file": LOG_FILE,
@@ -226,6 +226,7 @@ def boot_config(cluster: Cluster, group: PowerGroup) -> str:
     indented = "\n".join(f"      {line}" if line else "" for line in script.splitlines())
     return (
         "#cloud-config\n"
+        f"{header(cluster.name)}\n"
         "write_files:\n"
         "  - path: /usr/local/sbin/gpucluster-join\n"
         '    permissions: "0700"\n'

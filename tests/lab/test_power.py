@@ -1,6 +1,6 @@
 """Power saving with gpucluster's own programs, against real slurmctld and the lab's Redfish BMC.
 
-The lab's power-saved nodes (gpu05, gpu06: cluster.nodes[].power bmc) are off while idle: their
+The lab's power-saved nodes (gpu11, gpu12: cluster.nodes[].power bmc) are off while idle: their
 containers are stopped. A job needing both makes slurmctld run gpucluster-power-resume, which asks
 the lab's BMC over Redfish (HTTPS, its certificate checked) to power them on; their containers boot,
 slurmd registers, the job runs. After SuspendTime idle, gpucluster-power-suspend powers them off
@@ -72,7 +72,7 @@ def power_lab(lab_cluster: Lab) -> Iterator[Lab]:
 
 def test_power_saved_nodes_are_off_until_a_job_needs_them(power_lab: Lab) -> None:
     hosts = saved(power_lab)
-    assert hosts == ["gpu05", "gpu06"]
+    assert hosts == ["gpu11", "gpu12"]
     states = power_lab.node_states()
     assert {h: states[h] for h in hosts} == {h: "idle~" for h in hosts}
     assert not any(running(h) for h in hosts)
@@ -80,7 +80,7 @@ def test_power_saved_nodes_are_off_until_a_job_needs_them(power_lab: Lab) -> Non
     proc = run_scrubbed(".venv/bin/gpucluster lab status", timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     rows = proc.stdout[proc.stdout.index("NODE POWER(BMC) SLURM") :].splitlines()
-    assert rows[1:3] == ["gpu05 Off idle~", "gpu06 Off idle~"], proc.stdout
+    assert rows[1:3] == ["gpu11 Off idle~", "gpu12 Off idle~"], proc.stdout
 
 
 def test_a_job_powers_two_nodes_on_runs_and_they_are_powered_off_when_idle(power_lab: Lab) -> None:
@@ -92,16 +92,16 @@ def test_a_job_powers_two_nodes_on_runs_and_they_are_powered_off_when_idle(power
     )
     print(f"job {job}: submit to completion {time.monotonic() - submitted:.1f} s with two nodes powered on")
     log = power_log(power_lab)[before:]
-    for host in ("gpu05", "gpu06"):
+    for host in ("gpu11", "gpu12"):
         assert any(
             f"resume {host}: bmc: PowerState Off -> On (ComputerSystem.Reset On) for job(s) {job}" in line
             for line in log
         ), log
         assert any(re.search(rf"resume {host}: slurmd registered after [\d.]+ s", line) for line in log), log
     # Idle for SuspendTime: powered off again, through the BMC, gracefully.
-    power_lab.wait(lambda: powered_down(power_lab, ["gpu05", "gpu06"]), IDLE_TO_OFF, "both nodes off again")
+    power_lab.wait(lambda: powered_down(power_lab, ["gpu11", "gpu12"]), IDLE_TO_OFF, "both nodes off again")
     log = power_log(power_lab)[before:]
-    for host in ("gpu05", "gpu06"):
+    for host in ("gpu11", "gpu12"):
         assert any(
             f"suspend {host}: bmc: PowerState On -> Off (ComputerSystem.Reset GracefulShutdown)" in line
             for line in log
@@ -109,15 +109,15 @@ def test_a_job_powers_two_nodes_on_runs_and_they_are_powered_off_when_idle(power
 
 
 def test_a_node_with_a_job_is_never_powered_off(power_lab: Lab) -> None:
-    job = power_lab.submit("--partition=burst", "--nodes=1", "--nodelist=gpu05", "--wrap=sleep 45")
+    job = power_lab.submit("--partition=burst", "--nodes=1", "--nodelist=gpu11", "--wrap=sleep 45")
     power_lab.wait(lambda: job_state(power_lab, job) == "RUNNING", RESUME_TIMEOUT + 30, f"job {job} to run")
     # Longer than SuspendTime: Slurm does not suspend a busy node; asked anyway, the program refuses.
-    proc = power_lab.sh("runuser", "-u", "slurm", "--", SUSPEND, "gpu05")
+    proc = power_lab.sh("runuser", "-u", "slurm", "--", SUSPEND, "gpu11")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert running("gpu05")
-    assert any("suspend gpu05: not powered off: it has a job" in line for line in power_log(power_lab))
-    power_lab.wait(lambda: job_state(power_lab, job) == "COMPLETED", 120, f"job {job} to complete on gpu05")
-    power_lab.wait(lambda: powered_down(power_lab, ["gpu05"]), IDLE_TO_OFF, "gpu05 off once idle")
+    assert running("gpu11")
+    assert any("suspend gpu11: not powered off: it has a job" in line for line in power_log(power_lab))
+    power_lab.wait(lambda: job_state(power_lab, job) == "COMPLETED", 120, f"job {job} to complete on gpu11")
+    power_lab.wait(lambda: powered_down(power_lab, ["gpu11"]), IDLE_TO_OFF, "gpu11 off once idle")
 
 
 def _mask_slurmd(host: str, masked: bool) -> None:
@@ -137,38 +137,38 @@ def _mask_slurmd(host: str, masked: bool) -> None:
 
 
 def test_a_node_that_does_not_come_up_is_down_with_the_reason_and_its_job_is_not_lost(power_lab: Lab) -> None:
-    _mask_slurmd("gpu06", True)
+    _mask_slurmd("gpu12", True)
     try:
         job = power_lab.submit("--partition=burst", "--nodes=2", "--wrap=srun hostname")
         power_lab.wait(
-            lambda: power_lab.node_states().get("gpu06", "").startswith("down"),
+            lambda: power_lab.node_states().get("gpu12", "").startswith("down"),
             RESUME_TIMEOUT + 60,
-            "gpu06 DOWN after its failed power-on",
+            "gpu12 DOWN after its failed power-on",
         )
-        shown = power_lab.ok("scontrol", "show", "node", "gpu06")
+        shown = power_lab.ok("scontrol", "show", "node", "gpu12")
         reason = re.search(r"Reason=(.*?)(?: \[|$)", shown, re.MULTILINE)
         assert reason and reason.group(1).startswith(
             "[power] bmc: powered on, but slurmd did not register within its ResumeTimeout"
         ), shown
-        # Requeued, not lost: pending again (gpu05 alone cannot run it).
+        # Requeued, not lost: pending again (gpu11 alone cannot run it).
         power_lab.wait(
             lambda: job_state(power_lab, job) in ("PENDING", "REQUEUED"), 60, f"job {job} requeued"
         )
         assert re.search(r"Restarts=[1-9]", power_lab.ok("scontrol", "show", "job", job))
-        power_lab.wait(lambda: not running("gpu06"), 60, "the failed node powered off")
+        power_lab.wait(lambda: not running("gpu12"), 60, "the failed node powered off")
     finally:
-        _mask_slurmd("gpu06", False)
+        _mask_slurmd("gpu12", False)
     # Mended: back to Slurm, which powers it on for the job waiting.
-    power_lab.ok("scontrol", "update", "NodeName=gpu06", "State=RESUME")
+    power_lab.ok("scontrol", "update", "NodeName=gpu12", "State=RESUME")
     power_lab.wait(
         lambda: job_state(power_lab, job) == "COMPLETED", 2 * RESUME_TIMEOUT + 120, f"job {job} to complete"
     )
-    power_lab.wait(lambda: powered_down(power_lab, ["gpu05", "gpu06"]), IDLE_TO_OFF, "both nodes off again")
+    power_lab.wait(lambda: powered_down(power_lab, ["gpu11", "gpu12"]), IDLE_TO_OFF, "both nodes off again")
 
 
 def test_verify_says_the_power_state_of_each_power_saved_node(power_lab: Lab) -> None:
     checks = verify()
     assert checks["nodes"]["status"] == "pass", checks["nodes"]
-    assert checks["nodes"]["detail"].endswith("; power-saved: gpu05 powered down, gpu06 powered down")
+    assert checks["nodes"]["detail"].endswith("; power-saved: gpu11 powered down, gpu12 powered down")
     # No job of verify's powered a node on.
-    assert powered_down(power_lab, ["gpu05", "gpu06"])
+    assert powered_down(power_lab, ["gpu11", "gpu12"])
