@@ -30,6 +30,7 @@ from gpucluster.checks.fabric import (
 )
 from gpucluster.checks.hosts import check_addresses, check_controllers, check_gpu_devices, check_roles
 from gpucluster.checks.partitions import check_default_partition, check_partitioned, partition_warnings
+from gpucluster.checks.power import check_power, check_power_release
 from gpucluster.checks.sharing import check_gpu_sharing, check_tenant_units
 from gpucluster.checks.storage import check_storage
 from gpucluster.checks.tenants import check_quotas, check_tenant_cycles, check_tenants
@@ -137,6 +138,8 @@ CHECKS: tuple[Check, ...] = (
     Check("Slurm: prologs and epilogs", slurm.check_prologs),
     Check("Slurm: daemons", slurm.check_daemons),
     Check("Slurm: power saving", slurm.check_power_save),
+    Check("power-saved nodes: BMCs, clouds, ResumeTimeout", check_power),
+    Check("power saving: keys of the release", check_power_release),
     Check("Slurm: keys of the release", slurm.check_release_keys),
     Check("Slurm: node and partition options", slurm.check_options),
     Check("Slurm: values Slurm reads back", slurm.check_values),

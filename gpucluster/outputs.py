@@ -13,4 +13,5 @@ OUTPUT_PARTS: dict[str, str] = {
     "kubernetes": "Kubernetes objects: node labels, queues, DRA device classes, Slurm on Kubernetes",
     "helm": "Helm values of the Kubernetes add-ons",
     "monitoring": "Prometheus, Alertmanager, alert rules and their tests, Grafana dashboards, DCGM job mapping",
+    "power": "power saving (cluster.nodes[].power): gpucluster-power.json, the cloud groups' first-boot configuration",
 }

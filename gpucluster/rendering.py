@@ -14,6 +14,7 @@ from gpucluster.layers import layer_slurm_conf, layers_of, load_ref
 from gpucluster.model.cluster import Cluster
 from gpucluster.nodesoftware.render import render_nodes
 from gpucluster.render.hosts import render_hosts
+from gpucluster.render.power import render_power
 from gpucluster.slurm.containers import render_containers
 from gpucluster.slurm.render import render_slurm
 from gpucluster.slurm.sharing import render_mig
@@ -32,6 +33,9 @@ CORE_RENDERERS: dict[str, Renderer] = {
     "nodes": render_nodes,
     # mig/: the MIG layouts of bare-metal Slurm's MIG nodes (role gpu_mig).
     "mig": render_mig,
+    # power/: gpucluster-power.json, what the power program knows of each power-saved node (role
+    # slurm_power, on the controllers).
+    "power": render_power,
 }
 
 

@@ -131,7 +131,7 @@ def resolve_nodes(r: Resolution) -> None:
             if owner is not None:
                 cluster.owner_of[host] = owner
             entry_of[host] = index
-            if overrides or entry.state:
+            if overrides or entry.state or (entry.power and entry.power.saved):
                 cluster.entry_of[host] = index
     for (index, first), hosts in twice.items():
         if not listed_in_two_groups(r, index, first, hosts):

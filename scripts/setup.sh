@@ -51,7 +51,7 @@ wanted=$(sha256sum pyproject.toml | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$wanted" ] || [ ! -x .venv/bin/gpucluster ]; then
   step "upgrading pip in .venv" .venv/bin/python -m pip install --upgrade pip
   step "installing gpucluster and its tools into .venv (Ansible, Molecule, Pulumi SDKs, linters; a few minutes the first time)" \
-    .venv/bin/python -m pip install -e ".[dev,cloud]"
+    .venv/bin/python -m pip install -e ".[dev,cloud,burst]"
   echo "$wanted" > "$stamp"
 fi
 # promtool for the tests (monitoring configs and rule unit tests): taken from the suite's

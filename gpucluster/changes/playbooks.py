@@ -17,6 +17,8 @@ UPGRADE = "playbooks/slurm-upgrade.yml"
 GPU_NODES = "playbooks/gpu_nodes.yml"
 KUBERNETES = "playbooks/kubernetes.yml"
 MONITORING = "playbooks/monitoring.yml"
+POWER_SAVED = "playbooks/power_saved.yml"
+POWER_RELEASE = "playbooks/power_release.yml"
 
 
 @dataclass(frozen=True)
@@ -132,6 +134,18 @@ _PROCEDURES = (
             _play(SLURM, "REST API (slurmrestd with JWT)", "slurm_restd"),
             _play(SLURM, "Containers in jobs - Slurm's OCI support with rootless crun", "slurm_containers"),
             _play(SLURM, "Containers in jobs - Pyxis and enroot", "pyxis_enroot"),
+        ),
+    ),
+    # Power saving with gpucluster's programs (cluster.nodes[].power): gpucluster-power on the
+    # controllers before slurmctld reads the slurm.conf naming it; every playbook holds the
+    # power-saved nodes that are up while it configures them and leaves out those Slurm keeps off.
+    Procedure(
+        "power",
+        "gpucluster-power, gpucluster-power.json and the BMC credentials on the controllers",
+        (
+            _play(SLURM, "Slurm configuration, slurmctld and slurmd", "slurm_power"),
+            _play(POWER_SAVED, "Power-saved nodes - hold those that are up, leave out those Slurm powered off", "slurm_power:hold", "slurm_power:powered_down"),
+            _play(POWER_RELEASE, "Power-saved nodes - back to Slurm's power saving", "slurm_power:release"),
         ),
     ),
     Procedure(

@@ -39,7 +39,8 @@ from gpucluster.changes.upgrade import Upgrade
 from gpucluster.hostlists import compress
 from gpucluster.model.base import Owner, Update
 from gpucluster.model.cluster import Cluster
-from gpucluster.model.releases import Release
+from gpucluster.model.powered import cloud_hosts, power_timers, saved_hosts
+from gpucluster.model.releases import Release, power_command
 from gpucluster.model.spec import GpuQuota
 
 UPGRADE_ACTIONS = {
@@ -62,6 +63,7 @@ ROUTES: tuple[tuple[str, str], ...] = (
     ("kubernetes/*", "kubernetes"),
     ("helm/*", "kubernetes"),
     ("monitoring/*", "monitoring"),
+    ("power/*", "power"),
 )
 
 
@@ -420,6 +422,67 @@ def files_text(files: Iterable[str], status: dict[str, str]) -> str:
     return "; ".join(parts) or "installs the Slurm configuration"
 
 
+def power_saving(o: Ordering) -> None:
+    """Power saving (cluster.nodes[].power): gpucluster-power and its settings on the controllers,
+    before slurm.conf names them; what each power change needs of a live cluster, for its release."""
+    files = o.files("power")
+    texts = power_notes(o.old, o.new, o.release)
+    if not (files or texts):
+        return
+    carried = o.take(c for c in o.changes if any(route(f) == "power" for f in c.files))
+    does = "; ".join([PROCEDURES["power"].does, *texts])
+    o.steps.append(
+        make_step(Owner.SLURM, Action.APPLY, Update.RENDER_ONLY, PROCEDURES["power"].text(does), carried,
+                  files=files, procedure="power")
+    )  # fmt: skip
+
+
+def power_notes(old: Cluster, new: Cluster, release: Release) -> list[str]:
+    """What a live cluster needs for each power change: a power-saved group added (power saving
+    turned on takes a slurmctld restart) or removed (its instances deleted first), nodes moved
+    between always-on and power-saved (one powered down is powered up first), timers changed."""
+    notes: list[str] = []
+    saved_old, saved_new = set(saved_hosts(old)), set(saved_hosts(new))
+    if saved_new and not saved_old:
+        start = (
+            f"scontrol reconfigure re-executes slurmctld (Slurm {release.name}), which starts it"
+            if release.reconfigure_reexec
+            else f"after the Slurm step, restart slurmctld on each controller (Slurm {release.name}'s reconfigure "
+            "does not start it; running jobs survive)"
+        )
+        notes.append(
+            f"power saving starts with slurmctld (power_save.shtml): {start}; the power-saved nodes are powered "
+            "off once idle for SuspendTime"
+        )
+    leaving = sorted((saved_old - saved_new) & set(new.hosts), key=lambda h: (len(h), h))
+    if leaving:
+        command = " ".join(power_command(release, "up", compress(leaving)))
+        notes.append(
+            f"{compress(leaving)} become always on: before this, power up those Slurm keeps off (`{command}`); "
+            "SuspendExcNodes then keeps them on"
+        )
+    joining = sorted(saved_new & set(old.hosts) - saved_old, key=lambda h: (len(h), h))
+    if joining:
+        notes.append(
+            f"{compress(joining)} become power-saved: nothing happens to them until they are idle for SuspendTime; "
+            "then gpucluster-power powers them off, and a job powers them on again (their software is what their "
+            "disk or image holds when they boot: run the playbooks while they are up)"
+        )
+    gone = sorted(saved_old - set(new.hosts), key=lambda h: (len(h), h))
+    instances = [h for h in gone if h in cloud_hosts(old)]
+    if instances:
+        notes.append(
+            f"{compress(instances)} leave with their cloud group: before this, `gpucluster-power-suspend "
+            f"{compress(instances)}` on the primary controller (as slurm) deletes any instance still running"
+        )
+    before, after = power_timers(old), power_timers(new)
+    if saved_new and saved_old and before != after:
+        notes.append(
+            "the new power-saving timers take effect with scontrol reconfigure; jobs and nodes are not touched"
+        )
+    return notes
+
+
 def procedures_after(o: Ordering) -> None:
     """What the procedures check once the files are applied (the controllers, a takeover)."""
     o.steps += o.found.after
@@ -531,6 +594,7 @@ PHASES: tuple[Callable[[Ordering], None], ...] = (
     nodes_released,
     # After the nodes leaving Kubernetes are released (gpu_mig refuses a node whose kubelet runs).
     mig_layouts,
+    power_saving,
     slurm_files,
     procedures_after,
     kubernetes,

@@ -49,3 +49,39 @@ def run(provider: str, stack_dir: Path) -> None:
 
         layer = KubernetesLayer(cluster, built.kubeconfig, built.node_pools)
         pulumi.export("helmReleases", [r.name for r in layer.releases])
+
+
+def run_burst(stack_dir: Path) -> None:
+    """stacks/burst: the templates of the inventory's cloud groups (gpucluster.cloud.burst)."""
+    from gpucluster.cloud.burst import BurstConfig, build_aws, build_gcp, stack_groups
+
+    config = pulumi.Config()
+    inventory = Path(config.require("inventory"))
+    if not inventory.is_absolute():
+        inventory = (stack_dir / inventory).resolve()
+    try:
+        cluster = load_cluster(inventory)
+    except InventoryError as exc:
+        raise pulumi.RunError(f"gpucluster: the burst stack was stopped by the checks:\n{exc}") from None
+    region = pulumi.Config("aws").get("region")
+    wrong = [
+        g.group
+        for g in stack_groups(cluster, "aws")
+        if g.power.cloud and region and g.power.cloud.region != region
+    ]
+    if wrong:
+        raise pulumi.RunError(
+            f"gpucluster: aws:region is {region}, but the cloud groups {', '.join(wrong)} are elsewhere: "
+            "one stack per region (set aws:region to theirs)"
+        )
+    settings = BurstConfig(
+        controller_cidrs=config.get_object("controllerCidrs") or [],
+        controller_principal=config.get("controllerPrincipal") or "",
+        munge_key=config.require_secret("mungeKey"),
+    )
+    built = {"aws": build_aws(cluster, settings), "gcp": build_gcp(cluster, settings)}
+    for provider, outputs in built.items():
+        for key, value in outputs.items():
+            pulumi.export(f"{provider}{key[0].upper()}{key[1:]}", value)
+    if not any(built.values()):
+        pulumi.log.warn("gpucluster: the inventory has no cloud group whose template this stack makes")

@@ -12,12 +12,13 @@ from pathlib import Path
 from typing import Literal
 
 from gpucluster.errors import InventoryError
-from gpucluster.lab import network, nodes
+from gpucluster.lab import bmc, network, nodes
 from gpucluster.lab.paths import podman_env
 from gpucluster.lab.shell import run
 from gpucluster.lab.state import LabState
 from gpucluster.layers import load_cluster
 from gpucluster.model.cluster import Cluster
+from gpucluster.model.powered import saved_hosts
 
 UP = "gpucluster lab up"
 DOWN = "gpucluster lab down"
@@ -48,15 +49,23 @@ def _host_problems(state: LabState, cluster: Cluster) -> list[str]:
     problems = []
     if not state.bridge or not network.link_exists(network.BRIDGE):
         problems.append(f"bridge {network.BRIDGE} is missing: run `{UP}`")
+    saved = set(saved_hosts(cluster))
     for host in cluster.inventory.hostvars:
         if not network.netns_path(host).exists():
             problems.append(f"{host}: network namespace {network.netns_name(host)} is missing: run `{UP}`")
         name = nodes.container_name(host)
         if not nodes.container_exists(name):
             problems.append(f"{host}: container {name} does not exist: run `{UP}`")
-        elif not nodes.container_running(name):
+        elif not nodes.container_running(name) and host not in saved:
             problems.append(f"{host}: container {name} is stopped: run `{UP}` (starts it again)")
+    if bmc.needed(cluster) and not (state.bmc_pid and Path(f"/proc/{state.bmc_pid}").exists()):
+        problems.append(f"the lab's BMC (Redfish) is not running: run `{UP}`")
     return problems
+
+
+def _powered_off(cluster: Cluster) -> set[str]:
+    """Power-saved hosts whose container is stopped: off, as Slurm asked their BMC."""
+    return {h for h in saved_hosts(cluster) if not nodes.container_running(nodes.container_name(h))}
 
 
 def _slurm_problems(state: LabState, cluster: Cluster) -> list[str]:
@@ -78,7 +87,10 @@ def _slurm_problems(state: LabState, cluster: Cluster) -> list[str]:
     accounting = cluster.spec.slurm.accounting
     if accounting and not _service_active(nodes.container_name(accounting.host), "slurmdbd"):
         problems.append(f"{accounting.host}: slurmdbd is not running: run `{UP}`")
-    down_slurmd = [h for h in cluster.hosts if not _service_active(nodes.container_name(h), "slurmd")]
+    off = _powered_off(cluster)
+    down_slurmd = [
+        h for h in cluster.hosts if h not in off and not _service_active(nodes.container_name(h), "slurmd")
+    ]
     for host in down_slurmd:
         problems.append(f"{host}: slurmd is not running: run `{UP}` (the playbook starts it)")
     code, out = _exec(ctl, "sinfo", "--noheader", "--Node", "--format=%N %T %E")
@@ -93,6 +105,9 @@ def _slurm_problems(state: LabState, cluster: Cluster) -> list[str]:
         if host in down_slurmd:
             continue
         node_state, reason = seen.get(host, ("missing", ""))
+        if host in saved_hosts(cluster):
+            # Powered down (~), powering up (#) or down (%), to be powered down (!): Slurm's to do.
+            node_state = node_state.rstrip("~#%!")
         if not USABLE_STATES.match(node_state):
             why = f" ({reason})" if reason and reason != "none" else ""
             problems.append(
@@ -134,5 +149,23 @@ def report() -> LabReport:
         ("jobs", ["squeue", "--format=%i %u %a %T %D %R %b"]),
     ):
         sections.append((title, _exec(ctl, *command)[1]))
+    power = power_section(cluster, ctl)
+    if power:
+        sections.append(("power", power))
     summary = f"lab: up ({len(cluster.inventory.hostvars)} hosts from {state.inventory})"
     return LabReport("up", sections=sections, summary=summary)
+
+
+def power_section(cluster: Cluster, ctl: str) -> str:
+    """Each power-saved node: what its BMC reports (the container runs or not) and what Slurm
+    shows, side by side (they differ only while a node powers up or down)."""
+    saved = saved_hosts(cluster)
+    if not saved:
+        return ""
+    _, out = _exec(ctl, "sinfo", "--noheader", "--Node", "--format=%N %T", "--nodes", ",".join(saved))
+    slurm = dict(line.split(maxsplit=1) for line in out.splitlines() if len(line.split()) == 2)
+    rows = ["NODE POWER(BMC) SLURM"]
+    for host in saved:
+        power = "On" if nodes.container_running(nodes.container_name(host)) else "Off"
+        rows.append(f"{host} {power} {slurm.get(host, '?')}")
+    return "\n".join(rows)

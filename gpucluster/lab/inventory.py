@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 
 from gpucluster import yamlout
+from gpucluster.lab import bmc
 from gpucluster.lab.nodes import container_name
 from gpucluster.lab.paths import state_dir
 from gpucluster.lab.shell import run
@@ -58,6 +59,24 @@ def _vaulted_db_password(target: Path) -> None:
     )
 
 
+def _bmc_vars(target: Path) -> None:
+    """The lab BMC's credentials (the password vaulted) and its CA, for the slurm_power role."""
+    if target.is_file():
+        return
+    login = bmc.credentials()
+    bmc.certificates(bmc.bmc_dir())
+    encrypted = run(
+        [
+            venv_tool("ansible-vault"), "encrypt_string",
+            "--vault-password-file", str(vault_password_file()),
+            "--stdin-name", "slurm_power_bmc_password",
+        ],
+        input_text=login["password"],
+    ).stdout  # fmt: skip
+    ca = yamlout.dump({"slurm_power_bmc_username": login["username"], "slurm_power_bmc_ca": bmc.ca_pem()})
+    _write(target, "---\n# Written by gpucluster lab: the lab BMC's login and CA.\n" + ca + encrypted, 0o600)
+
+
 def write_inventory(source: Path, cluster: Cluster) -> Path:
     """Copy hosts.yml and the group_vars of `all`; add host_vars that reach each host through podman."""
     target = inventory_dir(source)
@@ -67,6 +86,8 @@ def write_inventory(source: Path, cluster: Cluster) -> Path:
     for path in sorted(source_vars.glob("*.y*ml")) if source_vars.is_dir() else []:
         _write(target / "group_vars" / "all" / path.name, path.read_text(encoding="utf-8"))
     _vaulted_db_password(target / "group_vars" / "all" / "lab-vault.yml")
+    if bmc.needed(cluster):
+        _bmc_vars(target / "group_vars" / "all" / "lab-bmc.yml")
     # host_vars, not group_vars/all: the implicit localhost (where rendering runs) must stay local.
     for host in cluster.inventory.hostvars:
         doc = {

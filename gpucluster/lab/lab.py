@@ -11,14 +11,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpucluster.hostlists import expand
-from gpucluster.lab import image, network, nodes
+from gpucluster.lab import bmc, image, network, nodes
 from gpucluster.lab.inventory import remove_inventory, vault_password_file, write_inventory
 from gpucluster.lab.paths import DEFAULT_INVENTORY, podman_env, state_dir
 from gpucluster.lab.playbook import PlaybookRun, run_playbook
+from gpucluster.lab.redfish import BMC_HOST, BMC_PORT
 from gpucluster.lab.shell import LabError, run
 from gpucluster.lab.state import LabState
 from gpucluster.layers import load_cluster
 from gpucluster.model.cluster import Cluster
+from gpucluster.model.powered import always_on, saved_hosts
 from gpucluster.model.storage import below
 from gpucluster.tools import venv_tool
 
@@ -125,26 +127,45 @@ def up(
     tag, _ = image.ensure_image(progress, suite, rebuild=rebuild_image)
     state.image = tag
     hosts = lab_hosts(cluster)
-    state.addresses = network.plan_addresses(hosts, state.subnet)
+    with_bmc = bmc.needed(cluster)
+    # The lab's BMC takes the address after the hosts' (theirs stay what they were without it).
+    state.addresses = network.plan_addresses([*hosts, *([BMC_HOST] if with_bmc else [])], state.subnet)
     state.save()
     prefix_len = ipaddress.ip_network(state.subnet).prefixlen
     progress(f"network: bridge {network.BRIDGE}, {len(hosts)} namespaces on {state.subnet}")
     network.ensure_bridge(state)
     for index, host in enumerate(hosts):
         network.ensure_node_network(state, index, host, state.addresses[host], prefix_len)
+    if with_bmc:
+        bmc.ensure(state, cluster, len(hosts), state.addresses[BMC_HOST], prefix_len)
+        progress(
+            f"BMC: Redfish at https://{BMC_HOST}:{BMC_PORT} ({state.addresses[BMC_HOST]}) for {', '.join(sorted(bmc.systems(cluster)))}"
+        )
+    saved = set(saved_hosts(cluster))
     for host in hosts:
         volumes = shared_dirs(cluster, host)
         for source, mount in volumes.items():
             prepare_shared_dir(Path(source), mount, cluster)
             state.remember("files", str(Path(source).parent))
-        created = nodes.start_node(state, host, tag, state.addresses, gpu_devices(cluster, host), volumes)
-        progress(f"node {host}: {'started' if created else 'running'} ({state.addresses[host]})")
+        created = nodes.start_node(
+            state,
+            host,
+            tag,
+            state.addresses,
+            gpu_devices(cluster, host),
+            volumes,
+            powered_by_slurm=host in saved,
+        )
+        running = nodes.container_running(nodes.container_name(host))
+        shown = "started" if created else "running" if running else "powered off by Slurm"
+        progress(f"node {host}: {shown} ({state.addresses[host]})")
         if not created and nodes.container_image(nodes.container_name(host)) != tag:
             progress(f"node {host}: runs an older image; `lab down` then `lab up` to use {tag}")
     # The Unix users (cluster.users) come from the playbook's users play, as on real hosts.
     progress("nodes: waiting for systemd")
     for host in hosts:
-        nodes.wait_for_systemd(nodes.container_name(host))
+        if nodes.container_running(nodes.container_name(host)):
+            nodes.wait_for_systemd(nodes.container_name(host))
     target = write_inventory(inventory, cluster)
     state.remember("files", str(target))
     state.remember("files", str(vault_password_file()))
@@ -185,13 +206,19 @@ def exec_in_controller(
     return run(args, env=podman_env(), check=check, timeout=timeout)
 
 
+def default_partition_nodes(cluster: Cluster) -> list[str]:
+    """The nodes a job without -p runs on that are always on (a power-saved node would boot first)."""
+    default = next((p.name for p in cluster.spec.partitions if p.default), None)
+    return always_on(cluster, cluster.partitions.get(default, cluster.hosts) if default else cluster.hosts)
+
+
 def smoke(cluster: Cluster) -> list[SmokeResult]:
     """A few jobs that show the lab works: every node, one leaf, GPUs as a tenant user."""
     tenant_user = next((u for t in cluster.spec.tenants for u in t.users), None)
     gpus = next((t.gpus for t in cluster.spec.node_types.values() if t.gpus), None)
     checks: list[tuple[str | None, list[str]]] = [
         (None, ["sinfo", "--Node", "--format=%N %T %G"]),
-        (None, ["srun", f"-N{len(cluster.hosts)}", "--label", "hostname"]),
+        (None, ["srun", f"-N{len(default_partition_nodes(cluster))}", "--label", "hostname"]),
     ]
     if cluster.switches:
         checks.append((None, ["srun", "-N2", "--switches=1", "--label", "hostname"]))
@@ -222,7 +249,8 @@ def down(progress: Progress = print, remove_image: bool = False) -> list[str]:
     if state is None:
         progress("no lab state: nothing to remove")
         return []
-    removed = nodes.remove_containers(state)
+    removed = bmc.stop(state)
+    removed += nodes.remove_containers(state)
     removed += network.remove_network(state)
     for path in list(state.files):
         target = Path(path)

@@ -46,14 +46,18 @@ def start_node(
     addresses: dict[str, str],
     devices: list[str],
     volumes: dict[str, str] | None = None,
+    powered_by_slurm: bool = False,
 ) -> bool:
     """Run (or start again) the container of `host`; True if it had to be created.
-    `volumes` maps a host directory to the path it is mounted at inside the container."""
+    `volumes` maps a host directory to the path it is mounted at inside the container. A
+    power-saved node's stopped container stays stopped: Slurm powered it off (its BMC starts it)."""
     name = container_name(host)
     if container_exists(name):
         if name not in state.containers:
             raise LabError(f"container {name} exists but this lab did not create it")
         if not container_running(name):
+            if powered_by_slurm:
+                return False
             start_container(name)
         cgroups.prepare(name, podman_env())
         return False

@@ -27,6 +27,8 @@ class LabState:
     files: list[str] = field(default_factory=list)
     # True once playbooks/slurm.yml completed against these hosts (what `lab status` calls up).
     converged: bool = False
+    # The lab's Redfish BMC service (gpucluster.lab.bmc), when the inventory has power-saved nodes.
+    bmc_pid: int = 0
 
     @staticmethod
     def path() -> Path:

@@ -209,6 +209,24 @@ class Release:
     # unless SelectTypeParameters has MULTIPLE_SHARING_GRES_PJ (23.11.1, CHANGELOG/slurm-23.11.md);
     # before, it waited.
     sharing_gres_one_gpu_refused: bool = True
+    # Power saving (CHANGELOG/slurm-<release>.md, slurm.conf(5), scontrol(1)):
+    # `scontrol power up|down [asap|force] NODES` (24.05+); before, `scontrol update NodeName=NODES
+    # State=POWER_UP|POWER_DOWN_FORCE|...`, which later releases still read.
+    scontrol_power: bool = True
+    # `scontrol power down ... Reason=` (25.05+).
+    power_reason: bool = True
+    # SuspendExcStates (23.02+).
+    suspend_exc_states: bool = True
+    # SlurmctldParameters=cloud_reg_addrs is needed for a CLOUD node's address to come from its
+    # registration (before 23.11, which made it the default and removed the flag).
+    cloud_reg_addrs: bool = False
+    # Unresolvable CLOUD nodes need fan-out off (TreeWidth=65533) before 23.11.
+    cloud_tree_width: int | None = None
+    # SlurmctldParameters=max_powered_nodes (24.05+).
+    max_powered_nodes: bool = True
+    # SchedulerParameters=requeue_on_resume_failure (25.05+): batch jobs are requeued when their
+    # nodes fail to resume even if they asked for no requeue.
+    requeue_on_resume_failure: bool = True
     # Where the facts were read.
     source: str = ""
     notes: tuple[str, ...] = field(default_factory=tuple)
@@ -259,6 +277,13 @@ RELEASES: dict[str, Release] = {
             none_plugins=True,
             oci_env_exclude=False,
             sharing_gres_one_gpu_refused=False,
+            scontrol_power=False,
+            power_reason=False,
+            max_powered_nodes=False,
+            requeue_on_resume_failure=False,
+            suspend_exc_states=False,
+            cloud_reg_addrs=True,
+            cloud_tree_width=65533,
             source="Debian bookworm 22.05.8 (real daemons)",
         ),
         Release(
@@ -285,6 +310,12 @@ RELEASES: dict[str, Release] = {
             prolog_flags=_PROLOG_FLAGS_23_02,
             none_plugins=True,
             sharing_gres_one_gpu_refused=False,
+            scontrol_power=False,
+            power_reason=False,
+            max_powered_nodes=False,
+            requeue_on_resume_failure=False,
+            cloud_reg_addrs=True,
+            cloud_tree_width=65533,
             source=_DOCS,
         ),
         Release(
@@ -309,6 +340,10 @@ RELEASES: dict[str, Release] = {
             slurmctld_http=False,
             configless_serves_prolog=True,
             prolog_flags=_PROLOG_FLAGS_23_02,
+            scontrol_power=False,
+            power_reason=False,
+            max_powered_nodes=False,
+            requeue_on_resume_failure=False,
             source=_DOCS,
         ),
         Release(
@@ -334,6 +369,8 @@ RELEASES: dict[str, Release] = {
             configless_serves_prolog=True,
             several_prologs=True,
             prolog_flags=_PROLOG_FLAGS_24_05,
+            power_reason=False,
+            requeue_on_resume_failure=False,
             source=_DOCS,
         ),
         Release(
@@ -359,6 +396,8 @@ RELEASES: dict[str, Release] = {
             configless_serves_prolog=True,
             several_prologs=True,
             prolog_flags=_PROLOG_FLAGS_24_05,
+            power_reason=False,
+            requeue_on_resume_failure=False,
             source="Debian trixie 24.11.5 (real daemons)",
         ),
         Release(
@@ -543,3 +582,15 @@ def upgrade_refusal(old: str | SlurmVersion, new: str | SlurmVersion) -> str | N
         f"Slurm {after.release} reads the accounting database and the state of {reads} only, not "
         f"{before.release}'s (its slurmdbd stops: the database schema is too old): {how}"
     )
+
+
+def power_command(facts: Release, action: str, nodes: str, reason: str | None = None) -> list[str]:
+    """The scontrol command that asks slurmctld to power `nodes` up (`up`) or down (`down`,
+    `down asap`, `down force`) on this release; the reason where the release takes one."""
+    if facts.scontrol_power:
+        words = ["scontrol", "power", *action.split(), nodes]
+        if reason and action.startswith("down") and facts.power_reason:
+            words.append(f"Reason={reason}")
+        return words
+    state = "POWER_" + action.upper().replace(" ", "_")
+    return ["scontrol", "update", f"NodeName={nodes}", f"State={state}"]

@@ -26,6 +26,7 @@ from gpucluster.model.base import (
 )
 from gpucluster.model.containers import ContainerSettings
 from gpucluster.model.nodesoftware import NodeSoftware
+from gpucluster.model.power import MAX_POWERED, NODE_POWER, NodePower
 from gpucluster.model.releases import RELEASES, Release, SlurmVersion, known_text, release
 from gpucluster.model.sharing import SHARING_DOC, TENANT_UNITS_DOC, GpuSharing, TenantUnits
 from gpucluster.model.storage import SharedFilesystem, absolute_path
@@ -294,6 +295,7 @@ class NodeGroup(Strict):
         Update.RESTART,
         default=None,
     )
+    power: NodePower | None = spec(NODE_POWER, Update.RECONFIGURE, default=None)
 
     @property
     def overrides(self) -> dict[str, Any]:
@@ -926,6 +928,7 @@ class PowerSave(Strict):
             "RESERVED",
         ]
     ] = spec("SuspendExcStates: node states never suspended.", Update.RECONFIGURE, default_factory=list)
+    max_powered_nodes: Annotated[int, Field(ge=1)] | None = spec(MAX_POWERED, Update.RESTART, default=None)
 
 
 class NodeSsh(Strict):

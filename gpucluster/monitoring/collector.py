@@ -11,6 +11,7 @@ instead. A site's Slurm exporter (cluster.monitoring.slurm_exporter) changes non
 from __future__ import annotations
 
 from gpucluster.model.cluster import Cluster
+from gpucluster.model.powered import saved_hosts
 from gpucluster.monitoring.model import MonitoringSpec
 from gpucluster.monitoring.targets import controllers
 from gpucluster.render.templating import header
@@ -33,6 +34,12 @@ PARTITION_JOBS_PENDING_GPUS = "gpucluster_slurm_partition_jobs_pending_gpus"
 PARTITION_JOBS_RUNNING = "gpucluster_slurm_partition_jobs_running"
 NODE_GPUS = "gpucluster_slurm_node_gpus"
 NODE_GPUS_ALLOC = "gpucluster_slurm_node_gpus_alloc"
+# With power-saved nodes (cluster.nodes[].power), on every release: the GPUs of nodes Slurm has
+# powered off or is powering on or off (sinfo's ~ # % suffixes), per partition and in all (each node
+# once): GpusIdleWhileJobsPend leaves them out, and their average over a day times 24 is the day's
+# powered-down GPU-hours (the recording rule gpucluster:gpus_powered_down).
+PARTITION_GPUS_POWERED_DOWN = "gpucluster_slurm_powered_down_partition_gpus"
+GPUS_POWERED_DOWN = "gpucluster_slurm_powered_down_gpus"
 # The `state` values of PARTITION_NODES, each node in one (the first that matches, in this order).
 NODE_STATE_CLASSES = ("down", "drain", "mixed", "allocated", "idle", "other")
 
@@ -134,7 +141,37 @@ def collector_metrics(cluster: Cluster) -> tuple[str, ...]:
         served.append(SLURMRESTD_UP)
     if collector_serves_slurm_metrics(cluster):
         served += [name for name, _, _ in _PARTITION_FAMILIES] + [PARTITION_NODES, NODE_GPUS, NODE_GPUS_ALLOC]
+    if saved_hosts(cluster):
+        served += [PARTITION_GPUS_POWERED_DOWN, GPUS_POWERED_DOWN]
     return tuple(served)
+
+
+def _powered_down_lines() -> list[str]:
+    """GPUs of the nodes that are off (or on their way up or down), from one sinfo."""
+    functions = _AWK_FUNCTIONS.split("function gpus_asked")[0].rstrip().split("\n")
+    awk = [
+        *functions,
+        "{",
+        "  if (!($2 in seen)) { seen[$2] = 1; partitions[++np] = $2 }",
+        "  if ($3 !~ /[~#%]/) next",
+        "  off[$2] += gpus_of($4)",
+        "  if (!($1 in counted)) { counted[$1] = 1; total += gpus_of($4) }",
+        "}",
+        "END {",
+        f'  printf "# HELP {PARTITION_GPUS_POWERED_DOWN} GPUs of the partition on nodes Slurm powered off (or powers on or off).\\n# TYPE {PARTITION_GPUS_POWERED_DOWN} gauge\\n"',
+        f'  for (i = 1; i <= np; i++) printf "{PARTITION_GPUS_POWERED_DOWN}{{partition=\\"%s\\"}} %d\\n", partitions[i], off[partitions[i]]',
+        f'  printf "# HELP {GPUS_POWERED_DOWN} GPUs on nodes Slurm powered off (or powers on or off), each node once.\\n# TYPE {GPUS_POWERED_DOWN} gauge\\n"',
+        f'  printf "{GPUS_POWERED_DOWN} %d\\n", total',
+        "}",
+    ]
+    assert not any("'" in line for line in awk)
+    return [
+        "  if nodes=$(sinfo -a -N -h -O 'NodeList:0|,PartitionName:0|,StateLong:0|,Gres:0' 2>/dev/null); then",
+        "    printf '%s\\n' \"$nodes\" | awk -F'|' '",
+        *(f"      {line}" if line else "" for line in awk),
+        "    '",
+        "  fi",
+    ]
 
 
 def _awk_end() -> list[str]:
@@ -238,5 +275,7 @@ def collector_script(cluster: Cluster, monitoring: MonitoringSpec) -> str:
         ]
     if collector_serves_slurm_metrics(cluster):
         lines += _slurm_metrics_lines()
+    if saved_hosts(cluster):
+        lines += _powered_down_lines()
     lines += ['} > "$tmp" && mv "$tmp" "$out"', ""]
     return "\n".join(lines)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from gpucluster.model.base import Owner
 from gpucluster.model.cluster import Cluster
+from gpucluster.model.powered import cloud_hosts
 from gpucluster.monitoring.model import MonitoringSpec
 
 PACKAGE = "datacenter-gpu-manager-exporter"
@@ -28,7 +29,12 @@ EPILOG = "/usr/local/sbin/gpucluster-dcgm-job-epilog"
 
 
 def slurm_gpu_nodes(cluster: Cluster) -> list[str]:
-    return [h for h in cluster.hosts_owned_by(Owner.SLURM) if cluster.node_type(h).gpus]
+    """Slurm's GPU nodes the roles install software on: not the instances of cloud groups, whose
+    image carries what they run (their driver source does not decide for the others)."""
+    instances = set(cloud_hosts(cluster))
+    return [
+        h for h in cluster.hosts_owned_by(Owner.SLURM) if cluster.node_type(h).gpus and h not in instances
+    ]
 
 
 def sources_without_nvidia_repository(cluster: Cluster) -> dict[str, str]:

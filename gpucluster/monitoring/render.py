@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 from gpucluster.model.cluster import Cluster
+from gpucluster.model.powered import cloud_hosts
 from gpucluster.monitoring import dcgm
 from gpucluster.monitoring.collector import TEXTFILE_DIR, collector_script
 from gpucluster.monitoring.dashboards import dashboards
@@ -71,7 +72,8 @@ def hosts_settings(cluster: Cluster, monitoring: MonitoringSpec) -> dict[str, An
     exporter = dcgm.dcgm_exporter(cluster, monitoring)
     return {
         "monitoring_host": monitoring.host,
-        "node_exporter_hosts": every_host(cluster, monitoring),
+        # Not the instances of cloud groups: their image runs node-exporter.
+        "node_exporter_hosts": [h for h in every_host(cluster, monitoring) if h not in cloud_hosts(cluster)],
         "collector_hosts": controllers(cluster),
         # None where it does not run. Its scripts go on every Slurm node: slurm.conf names them as
         # Prolog and Epilog there (slurm.yml installs them before slurmd reads that slurm.conf).

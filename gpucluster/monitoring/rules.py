@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpucluster.model.cluster import Cluster
+from gpucluster.model.powered import saved_hosts
 from gpucluster.monitoring import collector
 from gpucluster.monitoring.collector import collector_serves_slurm_metrics
 from gpucluster.monitoring.model import MonitoringSpec
@@ -92,6 +93,62 @@ def gpus_idle_while_jobs_pend(cluster: Cluster) -> Rule:
     )
 
 
+def gpus_idle_not_powered_down(cluster: Cluster) -> Rule:
+    """GpusIdleWhileJobsPend. GPUs of nodes Slurm has powered off are not idle: a job pending for
+    them waits for their boot (the collector counts them, on every release)."""
+    rule = gpus_idle_while_jobs_pend(cluster)
+    if not saved_hosts(cluster):
+        return rule
+    off = collector.PARTITION_GPUS_POWERED_DOWN
+    total, _, rest = rule.expr.partition(" - ")
+    expr = f"{total} - max by (partition) ({off}) - {rest}"
+    series = (*rule.series, (f'{off}{{partition="gpu",host="ctl01",role="controller"}}', "8x10"))
+    value = str(int(rule.value) - 8)
+    return Rule(
+        rule.alert, expr, rule.summary, rule.runbook, rule.severity, rule.wait, series, rule.expect, value
+    )
+
+
+def node_exporter_missing(cluster: Cluster) -> Rule:
+    """node-exporter of an always-on host that does not answer. A power-saved node's target (its
+    `power` label) is expected down while Slurm keeps the node off: PowerSavedExporterMissing."""
+    saved = bool(saved_hosts(cluster))
+    return Rule(
+        "NodeExporterMissing",
+        'up{job="node", power=""} < 1' if saved else 'up{job="node"} < 1',
+        "node-exporter of {{ $labels.host }} does not answer",
+        "systemctl status prometheus-node-exporter on the host; if the host is down, its Slurm "
+        "alerts say so too.",
+        series=(('up{job="node",host="gpu01",instance="gpu01:9100"}', "0x10"),),
+        expect={"job": "node", "host": "gpu01", "instance": "gpu01:9100"},
+        value="0",
+    )
+
+
+def power_saved_exporter_missing(cluster: Cluster) -> Rule | None:
+    """A power-saved node Slurm says is up whose node-exporter does not answer (none while Slurm
+    has it off, or is powering it on or off: sinfo's ~ # %)."""
+    if not saved_hosts(cluster):
+        return None
+    off = f'{collector.NODE_STATE}{{state=~".*[~#%].*"}}'
+    return Rule(
+        "PowerSavedNodeExporterMissing",
+        f'(up{{job="node", power!=""}} < 1) unless on (host) '
+        f'label_replace(max by (slurm_node) ({off}), "host", "$1", "slurm_node", "(.*)")',
+        "node-exporter of {{ $labels.host }} does not answer, though Slurm has the node powered on",
+        "The node booted without its exporter (its image or disk lacks it: run the playbook while it "
+        "is up), or did not boot: `scontrol show node`, the power log /var/log/slurm/gpucluster-power.log.",
+        series=(
+            ('up{job="node",host="gpu05",instance="gpu05:9100",power="bmc"}', "0x10"),
+            (f'{collector.NODE_STATE}{{slurm_node="gpu05",state="idle",reason=""}}', "1x10"),
+            ('up{job="node",host="gpu06",instance="gpu06:9100",power="bmc"}', "0x10"),
+            (f'{collector.NODE_STATE}{{slurm_node="gpu06",state="idle~",reason=""}}', "1x10"),
+        ),
+        expect={"job": "node", "host": "gpu05", "instance": "gpu05:9100", "power": "bmc"},
+        value="0",
+    )
+
+
 def slurmctld_unreachable(cluster: Cluster) -> Rule:
     """Where Slurm has controllers, their collectors' silence counts too (every controller down)."""
     silent = f" or absent({_IN_CONTROL})" if controllers(cluster) else ""
@@ -112,7 +169,7 @@ def slurmctld_unreachable(cluster: Cluster) -> Rule:
 
 
 # The alert rules, in the order written; a function of the cluster stands for a rule that depends on it.
-ALERT_RULES: tuple[Rule | Callable[[Cluster], Rule], ...] = (
+ALERT_RULES: tuple[Rule | Callable[[Cluster], Rule | None], ...] = (
     Rule(
         "SlurmNodeDrained",
         'max by (slurm_node, state, reason) (gpucluster_slurm_node_state{state=~".*drain.*"}) > 0',
@@ -157,7 +214,7 @@ ALERT_RULES: tuple[Rule | Callable[[Cluster], Rule], ...] = (
         ),
         expect={"slurm_node": "gpu03", "reason": "[health] gpu count: 7 of 8"},
     ),
-    gpus_idle_while_jobs_pend,
+    gpus_idle_not_powered_down,
     Rule(
         "GpuXidError",
         "max by (Hostname, gpu, host) (DCGM_FI_DEV_XID_ERRORS) > 0",
@@ -239,22 +296,15 @@ ALERT_RULES: tuple[Rule | Callable[[Cluster], Rule], ...] = (
         ),
         expect={"slurm_node": "gpu04"},
     ),
-    Rule(
-        "NodeExporterMissing",
-        'up{job="node"} < 1',
-        "node-exporter of {{ $labels.host }} does not answer",
-        "systemctl status prometheus-node-exporter on the host; if the host is down, its Slurm "
-        "alerts say so too.",
-        series=(('up{job="node",host="gpu01",instance="gpu01:9100"}', "0x10"),),
-        expect={"job": "node", "host": "gpu01", "instance": "gpu01:9100"},
-        value="0",
-    ),
+    node_exporter_missing,
+    power_saved_exporter_missing,
 )
 
 
 def alert_rules(cluster: Cluster, monitoring: MonitoringSpec) -> list[Rule]:
     """ALERT_RULES for this cluster: each function in it made into the cluster's rule."""
-    return [rule if isinstance(rule, Rule) else rule(cluster) for rule in ALERT_RULES]
+    made = [rule if isinstance(rule, Rule) else rule(cluster) for rule in ALERT_RULES]
+    return [rule for rule in made if rule is not None]
 
 
 def rules_document(cluster: Cluster, monitoring: MonitoringSpec) -> dict[str, Any]:
@@ -266,7 +316,16 @@ def rules_document(cluster: Cluster, monitoring: MonitoringSpec) -> dict[str, An
         entry["labels"] = {"severity": rule.severity, "cluster": cluster.name}
         entry["annotations"] = {"summary": rule.summary, "runbook": rule.runbook}
         rules.append(entry)
-    return {"groups": [{"name": "gpucluster", "interval": monitoring.evaluation_interval, "rules": rules}]}
+    groups: list[dict[str, Any]] = [
+        {"name": "gpucluster", "interval": monitoring.evaluation_interval, "rules": rules}
+    ]
+    if saved_hosts(cluster):
+        # Powered-down GPU-hours of a day: avg_over_time(gpucluster:gpus_powered_down[1d]) * 24.
+        record = {"record": "gpucluster:gpus_powered_down", "expr": f"max({collector.GPUS_POWERED_DOWN})"}
+        groups.append(
+            {"name": "gpucluster-power", "interval": monitoring.evaluation_interval, "rules": [record]}
+        )
+    return {"groups": groups}
 
 
 def rule_tests_document(cluster: Cluster, monitoring: MonitoringSpec, rule_file: str) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from gpucluster.model.base import Owner
 from gpucluster.model.cluster import Cluster, sort_hosts
+from gpucluster.model.powered import may_be_off, power_of
 from gpucluster.monitoring.dcgm import dcgm_exporter
 from gpucluster.monitoring.model import MonitoringSpec
 
@@ -103,6 +104,8 @@ def host_labels(cluster: Cluster, monitoring: MonitoringSpec, host: str) -> dict
                 "switch": path[-1] if path else "",
                 "nvlink_block": cluster.block_of.get(host, ""),
                 "tenant": exclusive_tenant(cluster, host) or "",
+                # Off until Slurm powers it on: its target is down meanwhile (no alert).
+                "power": power_of(cluster, host).kind if may_be_off(cluster, host) else "",
             }
         )
     return {key: value for key, value in labels.items() if value}

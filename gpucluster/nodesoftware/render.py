@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpucluster.model.cluster import Cluster
+from gpucluster.model.powered import cloud_hosts
 from gpucluster.nodesoftware import facts
 from gpucluster.nodesoftware.stack import KEYRING, Stack, resolve_stacks
 from gpucluster.render.templating import header
@@ -162,7 +163,11 @@ def render_nodes(cluster: Cluster) -> dict[str, str]:
     if stacks:
         # Host -> node type: how the role finds its host's stack.
         owners = {h: t for t, hosts in cluster.hosts_by_type.items() if t in stacks for h in hosts}
-        files["nodes/hosts.yaml"] = head + dump({h: owners[h] for h in cluster.hosts if h in owners})
+        # Not the instances of cloud groups: their image carries the driver stack.
+        instances = set(cloud_hosts(cluster))
+        files["nodes/hosts.yaml"] = head + dump(
+            {h: owners[h] for h in cluster.hosts if h in owners and h not in instances}
+        )
     blocks = imex_blocks(cluster, stacks)
     for block, hosts in blocks.items():
         # One peer address a line; `#` lines are comments.

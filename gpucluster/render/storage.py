@@ -8,6 +8,7 @@ from typing import Any
 
 from gpucluster import yamlout
 from gpucluster.model.cluster import Cluster
+from gpucluster.model.powered import cloud_hosts
 from gpucluster.model.storage import DEFAULT_OPTIONS, SharedFilesystem
 from gpucluster.render.templating import header
 
@@ -42,8 +43,16 @@ def mount_entry(cluster: Cluster, fs: SharedFilesystem) -> dict[str, Any]:
         entry["options"] = fs.options or DEFAULT_OPTIONS
     entry["server"] = fs.nfs_server.host if fs.nfs_server else None
     entry["export"] = fs.nfs_server.export if fs.nfs_server else None
-    entry["hosts"] = list(cluster.storage_hosts.get(fs.name, []))
+    entry["hosts"] = mounting_hosts(cluster, fs)
     return entry
+
+
+def mounting_hosts(cluster: Cluster, fs: SharedFilesystem) -> list[str]:
+    """The hosts the shared_storage role mounts it on: not the instances Slurm makes on demand
+    (cluster.nodes[].power cloud), which their boot configuration mounts, and whose names no
+    server resolves before they exist."""
+    instances = set(cloud_hosts(cluster))
+    return [h for h in cluster.storage_hosts.get(fs.name, []) if h not in instances]
 
 
 def export_clients(cluster: Cluster, fs: SharedFilesystem) -> list[str]:
@@ -51,7 +60,7 @@ def export_clients(cluster: Cluster, fs: SharedFilesystem) -> list[str]:
     assert fs.nfs_server is not None
     if fs.nfs_server.clients:
         return list(fs.nfs_server.clients)
-    return [h for h in cluster.storage_hosts.get(fs.name, []) if h != fs.nfs_server.host]
+    return [h for h in mounting_hosts(cluster, fs) if h != fs.nfs_server.host]
 
 
 def render_exports(cluster: Cluster, server: str, served: list[SharedFilesystem]) -> str:

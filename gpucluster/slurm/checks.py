@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from gpucluster.model.base import Owner
+from gpucluster.model.powered import node_state
 from gpucluster.model.releases import RELEASES, configless_serves_topology_yaml
 from gpucluster.slurm.gpus import gpu_hardware, parse_cores, socket_split_problem
 from gpucluster.slurm.settings import prolog_flags
@@ -432,7 +433,7 @@ def check_daemons(ctx: CheckContext) -> None:
 
 def check_power_save(ctx: CheckContext) -> None:
     power = ctx.spec.slurm.power_save
-    cloud = [i for i, entry in enumerate(ctx.spec.nodes) if entry.state == "cloud"]
+    cloud = [i for i, entry in enumerate(ctx.spec.nodes) if node_state(entry) == "cloud"]
     for index in cloud:
         entry = ctx.spec.nodes[index]
         node_type = ctx.spec.node_types.get(entry.type)
@@ -446,9 +447,10 @@ def check_power_save(ctx: CheckContext) -> None:
                 f"cloud nodes (cluster.nodes[{index}]) cannot have their GPUs autodetected (slurmctld: "
                 '"Cannot use AutoDetect on cloud/dynamic node"): give their device files',
             )
-    if cloud and (power is None or power.resume_program is None):
+    sites = [i for i in cloud if ctx.spec.nodes[i].power is None]
+    if sites and (power is None or power.resume_program is None):
         ctx.fail(
-            ["nodes", cloud[0], "state"],
+            ["nodes", sites[0], "state"],
             "cloud nodes are started by slurmctld's ResumeProgram: set cluster.slurm.power_save.resume_program",
         )
     if power is None:

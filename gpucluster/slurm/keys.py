@@ -133,6 +133,12 @@ def _rest_api(spec: Any) -> bool:
     return spec.slurm.rest_api is not None
 
 
+def _old_release_cloud_nodes(spec: Any) -> bool:
+    return spec.slurm.release.cloud_tree_width is not None and any(
+        e.power is not None and e.power.kind == "cloud" for e in spec.nodes
+    )
+
+
 def _mps(spec: Any) -> bool:
     return uses_mps(spec)
 
@@ -142,6 +148,7 @@ HEALTH = "cluster.slurm.health (gpucluster-healthcheck)"
 PER_GPU = "each GPU partition (cluster.partitions[].cpus_per_gpu / memory_per_gpu_mb)"
 REST_API = "cluster.slurm.rest_api (JWT for slurmrestd)"
 MPS = "gpus.sharing.mps of a node type (gpucluster-mps)"
+CLOUD_POWER = "cluster.nodes[].power cloud groups (before Slurm 23.11)"
 
 # slurm.conf, in the order gpucluster writes the keys it writes.
 SLURM_CONF_KEYS = (
@@ -282,7 +289,7 @@ SLURM_CONF_KEYS = (
     _g("AcctGatherProfileType", kind=PLUGIN, plugin="acct_gather_profile"),
     _g("MCSPlugin", kind=PLUGIN, plugin="mcs"),
     _g("RoutePlugin", kind=PLUGIN, plugin="route"),
-    _g("TreeWidth", kind=NUMBER, default=_tree_width),
+    _g("TreeWidth", kind=NUMBER, default=_tree_width, written_by=CLOUD_POWER, when=_old_release_cloud_nodes),
     _g("CommunicationParameters", kind=SET, default=""),
     _g("LaunchParameters", kind=SET, default=""),
     _g("PrivateData", kind=SET, default=""),

@@ -10,6 +10,7 @@ from hostlist import numeric_sort_key
 from gpucluster import yamlout
 from gpucluster.hostlists import compress, expand
 from gpucluster.model.cluster import Cluster, block_topologies, default_topology
+from gpucluster.model.powered import node_state
 from gpucluster.model.releases import configless_serves_topology_yaml
 from gpucluster.model.spec import (
     BLOCK_TOPOLOGY,
@@ -24,6 +25,7 @@ from gpucluster.model.spec import (
     Partition,
 )
 from gpucluster.render.health import HEALTH_CONF, HEALTH_PROGRAM, bare_metal_health_conf, health_timeout
+from gpucluster.render.power import power_save_lines
 from gpucluster.render.templating import header, render_template
 from gpucluster.slurm import keys
 from gpucluster.slurm.accounts import desired_associations
@@ -32,11 +34,11 @@ from gpucluster.slurm.gpus import gres_conf_lines, memory_per_cpu, per_gpu_defau
 from gpucluster.slurm.parse import quote_value
 from gpucluster.slurm.restapi import controller_key_path
 from gpucluster.slurm.settings import (
-    POWER_SAVE_KEYS,
     TIMEOUT_KEYS,
     job_acct_gather,
     priority_lines,
     prolog_flags,
+    scheduler_parameters,
     slurmctld_parameters,
     slurmd_parameters,
 )
@@ -139,7 +141,7 @@ def node_lines(cluster: Cluster) -> list[NodeLine]:
     kinds: dict[int, tuple[str, str | None]] = {}  # entry -> what its hosts' line depends on
     for entry in set(cluster.entry_of.values()):
         group = cluster.spec.nodes[entry]
-        kinds[entry] = (repr(sorted(group.overrides.items())), group.state)
+        kinds[entry] = (repr(sorted(group.overrides.items())), node_state(group))
     for type_name, hosts in cluster.hosts_by_type.items():
         by_kind: dict[tuple[str, str | None] | None, tuple[int | None, list[str]]] = {}
         for host in hosts:
@@ -151,7 +153,7 @@ def node_lines(cluster: Cluster) -> list[NodeLine]:
             state = None
             if index is not None:
                 node_type = cluster.overridden_types.get(index, node_type)
-                state = cluster.spec.nodes[index].state
+                state = node_state(cluster.spec.nodes[index])
             lines.append(NodeLine(compress(members), type_name, node_type, members[0], state))
     return sorted(lines, key=lambda line: numeric_sort_key(line.first))
 
@@ -424,6 +426,7 @@ CORE_VALUES: dict[str, Callable[[_Core], list[Line]]] = {
     "JobAcctGatherType": _job_acct_gather,
     "PrologFlags": _prolog_flags,
     "SlurmdParameters": lambda c: _listed("SlurmdParameters", slurmd_parameters(c.spec)),
+    "SchedulerParameters": lambda c: _listed("SchedulerParameters", scheduler_parameters(c.spec)),
     "SlurmctldParameters": lambda c: _listed("SlurmctldParameters", slurmctld_parameters(c.spec)),
     "GresTypes": lambda c: [("GresTypes", ",".join(gres_types(c.cluster)))] if c.has_gpus else [],
     "TopologyPlugin": lambda c: (
@@ -495,19 +498,8 @@ def _rest_api_section(cluster: Cluster) -> list[Line]:
 
 def _power_save_section(cluster: Cluster) -> list[Line]:
     power = cluster.spec.slurm.power_save
-    if power is None:
-        return []
-    lines: list[Line] = [("#", "Power saving (cluster.slurm.power_save; cloud nodes: State=CLOUD)")]
-    for field, key in POWER_SAVE_KEYS.items():
-        value = getattr(power, field)
-        if value is not None:
-            lines.append((key, value))
-    if power.exclude_nodes:
-        hosts = [h for name in power.exclude_nodes for h in named_hosts(cluster, name)]
-        lines.append(("SuspendExcNodes", compress(hosts)))
-    lines += _listed("SuspendExcParts", power.exclude_partitions)
-    lines += _listed("SuspendExcStates", list(power.exclude_states))
-    return lines
+    named = [h for name in (power.exclude_nodes if power else []) for h in named_hosts(cluster, name)]
+    return power_save_lines(cluster, named)
 
 
 def _timeouts_section(cluster: Cluster) -> list[Line]:

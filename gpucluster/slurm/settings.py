@@ -5,6 +5,7 @@ The renderer, the extra-key check (gpucluster.slurm.written) and `gpucluster sho
 
 from __future__ import annotations
 
+from gpucluster.model.powered import node_state
 from gpucluster.model.spec import FAIRSHARE_PRIORITY, ClusterSpec, Priority
 from gpucluster.slurm import keys
 
@@ -66,9 +67,34 @@ def prolog_flags(spec: ClusterSpec) -> list[str]:
 
 
 def slurmctld_parameters(spec: ClusterSpec) -> list[str]:
-    """enable_configless first (cluster.slurm.configless), then the inventory's own."""
+    """enable_configless first (cluster.slurm.configless), then what power saving needs, then the
+    inventory's own."""
     slurm = spec.slurm
-    values = (["enable_configless"] if slurm.configless else []) + list(slurm.slurmctld_parameters)
+    values = (["enable_configless"] if slurm.configless else []) + power_parameters(spec)
+    values += list(slurm.slurmctld_parameters)
+    return list(dict.fromkeys(values))
+
+
+def power_parameters(spec: ClusterSpec) -> list[str]:
+    """SlurmctldParameters of power saving: CLOUD nodes' addresses from their registration where
+    the release needs the flag for it, and the ceiling on powered-up nodes."""
+    release = spec.slurm.release
+    values = []
+    if release.cloud_reg_addrs and any(node_state(entry) == "cloud" for entry in spec.nodes):
+        values.append("cloud_reg_addrs")
+    power = spec.slurm.power_save
+    if power is not None and power.max_powered_nodes is not None:
+        values.append(f"max_powered_nodes={power.max_powered_nodes}")
+    return values
+
+
+def scheduler_parameters(spec: ClusterSpec) -> list[str]:
+    """The inventory's SchedulerParameters; with power-saved nodes, batch jobs whose nodes fail to
+    resume are requeued even if they asked for no requeue (where the release can)."""
+    values = list(spec.slurm.scheduler_parameters)
+    saved = any(entry.power is not None and entry.power.saved for entry in spec.nodes)
+    if saved and spec.slurm.release.requeue_on_resume_failure:
+        values.append("requeue_on_resume_failure")
     return list(dict.fromkeys(values))
 
 

@@ -271,6 +271,9 @@ def check_nodes(plan: Plan, seen: Observations) -> CheckResult:
             if expected != actual:
                 findings.add(f"{node}: {what} {actual or 'none'}, inventory {expected or 'none'}", node)
         state = parse.NodeState.parse(fields.get("State", "UNKNOWN"))
+        if node in plan.power_saved:
+            # Off, or on its way up or down, is what a power-saved node is between jobs.
+            state = parse.NodeState(state.base, tuple(f for f in state.flags if f not in parse.POWER_FLAGS))
         if not parse.usable(state):
             reason = fields.get("Reason")
             findings.add(
@@ -284,10 +287,23 @@ def check_nodes(plan: Plan, seen: Observations) -> CheckResult:
         parse.NodeState.parse(records[n].get("State", "")).base.lower() for n in cluster.hosts if n in records
     )
     states = ", ".join(f"{count} {state}" for state, count in sorted(counts.items()))
+    power = _power_states(plan, records)
     return findings.result(
         "nodes",
-        f"{len(cluster.hosts)} nodes as the inventory (CPUs, memory, GRES, features, partitions); {states}",
+        f"{len(cluster.hosts)} nodes as the inventory (CPUs, memory, GRES, features, partitions); {states}{power}",
     )
+
+
+def _power_states(plan: Plan, records: dict[str, dict[str, str]]) -> str:
+    """`; power-saved: gpu05 powered down, gpu06 up` (what each power-saved node is now)."""
+    if not plan.power_saved:
+        return ""
+    words = []
+    for node in plan.power_saved:
+        flags = parse.NodeState.parse(records.get(node, {}).get("State", "UNKNOWN")).flags
+        now = next((text for flag, text in parse.POWER_FLAGS.items() if flag in flags), "up")
+        words.append(f"{node} {now}")
+    return "; power-saved: " + ", ".join(words)
 
 
 def check_topology(plan: Plan, seen: Observations) -> CheckResult:

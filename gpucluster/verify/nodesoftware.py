@@ -50,6 +50,8 @@ def parse_probe(text: str) -> StackSeen:
 def _observed(plan: Plan, seen: Observations, findings: Findings) -> dict[str, tuple[Stack, StackSeen]]:
     out = {}
     for host, stack in stack_hosts(plan.cluster).items():
+        if host in plan.power_saved:
+            continue  # off until Slurm powers it on: its software comes from its image or disk
         host_seen = seen.hosts.get(host, HostSeen(unreachable="not observed"))
         if host_seen.unreachable:
             findings.add(f"{host}: unreachable", host)

@@ -63,6 +63,15 @@ USABLE_BASES = {"IDLE", "ALLOCATED", "MIXED"}
 HARMLESS_FLAGS = {"COMPLETING", "PLANNED", "RESERVED", "PERFCTRS", "CLOUD", "DYNAMIC_NORM"}
 
 
+# Slurm's power-saving flags, as a reader says them.
+POWER_FLAGS = {
+    "POWERED_DOWN": "powered down",
+    "POWERING_UP": "powering up",
+    "POWERING_DOWN": "powering down",
+    "POWER_DOWN": "to be powered down",
+}
+
+
 def usable(state: NodeState) -> bool:
     return state.base in USABLE_BASES and not set(state.flags) - HARMLESS_FLAGS
 

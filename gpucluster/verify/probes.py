@@ -10,12 +10,13 @@ from __future__ import annotations
 import hashlib
 import secrets
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from gpucluster.hostlists import compress, expand
-from gpucluster.model.cluster import Cluster, sort_hosts
+from gpucluster.model.cluster import Cluster, Switch, sort_hosts
+from gpucluster.model.powered import may_be_off
 from gpucluster.model.spec import Owner, Partition
 from gpucluster.slurm.settings import slurm_cluster_name
 from gpucluster.verify.container_probe import container_plan
@@ -116,6 +117,9 @@ class Plan:
     job_name: str
     stages: tuple[tuple[Job, ...], ...]
     skipped: tuple[Skip, ...] = field(default=())
+    # Nodes that are off until Slurm powers them on (cluster.nodes[].power bmc, cloud): neither
+    # observed nor given a job (a job would power them on); their power state is in the nodes row.
+    power_saved: tuple[str, ...] = ()
 
     @property
     def jobs(self) -> list[Job]:
@@ -146,7 +150,7 @@ class Plan:
                 "accounting": self.accounting,
                 "all_reduce_perf_paths": list(ALL_REDUCE_PERF_PATHS),
                 # The GPU node software probe, on the hosts whose node type has a stack.
-                "gpu_stack_hosts": list(stack_hosts(self.cluster)),
+                "gpu_stack_hosts": [h for h in stack_hosts(self.cluster) if h not in self.power_saved],
                 "gpu_stack_probe": GPU_STACK_PROBE,
                 "jobs_script": str(REMOTE_SCRIPT),
                 "containers": container_plan(self.cluster, self.hosts),
@@ -268,12 +272,14 @@ def make_plan(cluster: Cluster, job_name: str | None = None) -> Plan:
     slurm = cluster.spec.slurm
     name = job_name or f"{JOB_PREFIX}-{secrets.token_hex(4)}"
     controllers = list(slurm.controller)
-    nodes = view.hosts
+    saved = [h for h in view.hosts if may_be_off(view, h)]
+    on = powered_view(view, set(saved))
+    nodes = on.hosts
     dbd = [slurm.accounting.host] if slurm.accounting else []
     hosts = list(dict.fromkeys([*controllers, *dbd, *nodes]))
     with_config = list(dict.fromkeys([*controllers, *nodes]))
     gpu_nodes = [h for h in nodes if view.node_type(h).gpus]
-    usable = _Partitions(view, cluster.spec.partitions)
+    usable = _Partitions(on, cluster.spec.partitions)
     skipped: list[Skip] = []
     coallocation = _coallocation_jobs(usable, name, skipped)
     topology = _topology_jobs(usable, name, skipped)
@@ -281,7 +287,7 @@ def make_plan(cluster: Cluster, job_name: str | None = None) -> Plan:
     gpus = _gpu_jobs(usable, name, [h for h in gpu_nodes if h not in mig_nodes], skipped)
     skipped += [Skip(GPUS, h, "MIG instances, not whole GPUs: see gpu-sharing") for h in mig_nodes]
     sharing = _sharing_jobs(usable, name, skipped)
-    nccl = _nccl_job(view, name, usable.partitions, usable.submitters)
+    nccl = _nccl_job(on, name, usable.partitions, usable.submitters)
     if isinstance(nccl, Skip):
         skipped.append(nccl)
     stages: list[tuple[Job, ...]] = [
@@ -307,6 +313,26 @@ def make_plan(cluster: Cluster, job_name: str | None = None) -> Plan:
         job_name=name,
         stages=tuple(stages),
         skipped=tuple(skipped),
+        power_saved=tuple(saved),
+    )
+
+
+def powered_view(view: Cluster, off: set[str]) -> Cluster:
+    """`view` without the power-saved nodes: what verify's jobs may run on without powering any on."""
+    if not off:
+        return view
+    return replace(
+        view,
+        node_type_of={h: t for h, t in view.node_type_of.items() if h not in off},
+        hosts_by_type={
+            t: kept for t, hs in view.hosts_by_type.items() if (kept := [h for h in hs if h not in off])
+        },
+        partitions={
+            p: kept for p, hs in view.partitions.items() if (kept := [h for h in hs if h not in off])
+        },
+        switches=[
+            Switch(s.name, s.switches, tuple(h for h in s.nodes if h not in off)) for s in view.switches
+        ],
     )
 
 

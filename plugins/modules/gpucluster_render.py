@@ -145,6 +145,14 @@ state_filesystem:
     (name, mount, site_managed, source, type, hosts...); null when the state is on none.
   type: dict
   returned: always
+power:
+  description: >-
+    The power-saved nodes (cluster.nodes[].power bmc or cloud) and what the slurm_power role needs:
+    program (gpucluster-power as the package carries it), nodes, bmc_nodes, cloud_nodes (never in
+    compute_nodes: instances made on demand, configured by their image), ipmi (a BMC group may fall
+    back to IPMI), providers (the clouds of the cloud groups).
+  type: dict
+  returned: always
 health_program:
   description: >-
     Path on the controller of gpucluster-healthcheck as the gpucluster package carries it (the
@@ -191,7 +199,9 @@ def classify(cluster: Any) -> dict[str, Any]:
     from gpucluster.changes.procedures import releases_reading, state_filesystem_entry, switch_type
     from gpucluster.model.base import Owner
     from gpucluster.packagedata import data_path
+    from gpucluster.model.powered import cloud_hosts, power_groups
     from gpucluster.render.health import program_path
+    from gpucluster.render.power import program_path as power_program_path
     from gpucluster.slurm.render import conf_server, configless_served
     from gpucluster.slurm.restapi import rest_api_settings
     from gpucluster.slurm.settings import slurm_cluster_name
@@ -199,6 +209,9 @@ def classify(cluster: Any) -> dict[str, Any]:
     slurm = cluster.spec.slurm
     facts = cluster.release
     nodes = cluster.hosts_owned_by(Owner.SLURM)
+    # Instances made when Slurm needs them: no playbook reaches them (their image does the work).
+    instances = set(cloud_hosts(cluster))
+    groups = [g for g in power_groups(cluster) if g.hosts]
     repository = slurm.packages.repository
     others = {h: o for h, o in cluster.owner_of.items() if o != Owner.SLURM}
     return {
@@ -206,7 +219,7 @@ def classify(cluster: Any) -> dict[str, Any]:
         "slurm_user": slurm.slurm_user,
         "controllers": list(slurm.controller) if nodes else [],
         "dbd_hosts": [slurm.accounting.host] if slurm.accounting and nodes else [],
-        "compute_nodes": nodes,
+        "compute_nodes": [h for h in nodes if h not in instances],
         "login_nodes": list(slurm.login) if nodes else [],
         "restd_hosts": [slurm.rest_api.host] if slurm.rest_api and nodes else [],
         "rest_api": rest_api_settings(cluster) if nodes else None,
@@ -249,6 +262,15 @@ def classify(cluster: Any) -> dict[str, Any]:
         "health_program": str(program_path()),
         "mps_program": str(data_path("programs", "gpucluster_mps.py")),
         "mig_program": str(data_path("programs", "gpucluster_mig.py")),
+        # The power-saved nodes (slurm_power): off until Slurm powers them on.
+        "power": {
+            "program": str(power_program_path()),
+            "nodes": [h for g in groups for h in g.hosts],
+            "bmc_nodes": [h for g in groups if g.power.kind == "bmc" for h in g.hosts],
+            "cloud_nodes": sorted(instances),
+            "ipmi": any(g.power.bmc is not None and g.power.bmc.ipmi_fallback for g in groups),
+            "providers": sorted({g.power.cloud.provider for g in groups if g.power.cloud is not None}),
+        },
         # playbooks/slurm-upgrade.yml: where its backups go, how many slurmd at once.
         "upgrade": {"backup_dir": slurm.upgrade.backup_dir, "batch_size": slurm.upgrade.batch_size},
     }
@@ -278,7 +300,7 @@ def main() -> None:
         module.fail_json(msg="invalid inventory:\n" + "\n".join(str(p) for p in exc.problems))
     # hosts/: the accounts the users role creates on every Slurm host; containers/: Pyxis, enroot;
     # nodes/: the GPU node software (role gpu_driver); monitoring/: the monitoring play.
-    files = render_files(cluster, only=["slurm", "hosts", "containers", "nodes", "monitoring"])
+    files = render_files(cluster, only=["slurm", "hosts", "containers", "nodes", "monitoring", "power"])
     written: list[str] = []
     if not module.check_mode:
         written = [str(path) for path in write_tree(files, module.params["out"])]

@@ -25,6 +25,7 @@ from gpucluster.lab.paths import DEFAULT_INVENTORY, PREFIX, podman_env, state_di
 from gpucluster.lab.state import LabState
 from gpucluster.layers import load_cluster
 from gpucluster.model.cluster import Cluster
+from gpucluster.model.powered import always_on
 from tests.conftest import REPO, SCRUBBED_ENV, readme_commands
 
 # Image build (uncached ~1 min), seven containers, the playbook and the smoke jobs; measured 1-2.5 min.
@@ -53,6 +54,12 @@ class Lab:
         proc = self.sh(*command, user=user, host=host)
         assert proc.returncode == 0, f"{' '.join(command)} failed: {proc.stdout}{proc.stderr}"
         return proc.stdout
+
+    @property
+    def nodes_up(self) -> list[str]:
+        """The compute nodes that are always on: not the power-saved ones (cluster.nodes[].power),
+        which Slurm powers off when idle (tests/lab/test_power.py has those)."""
+        return always_on(self.cluster, self.cluster.hosts)
 
     def node_states(self) -> dict[str, str]:
         out = self.ok("sinfo", "--noheader", "--Node", "--format=%N %T")

@@ -39,7 +39,7 @@ def test_deployed_files_are_byte_identical_to_gpucluster_render(lab_cluster: Lab
     # node through sackd where the release has it (23.11+).
     assert slurm.configless
     sackd = set(slurm.login) if cluster.release.sackd else set()
-    for host in [*slurm.controller, *slurm.login, *cluster.hosts]:
+    for host in [*slurm.controller, *slurm.login, *lab_cluster.nodes_up]:
         fetches = host in cluster.hosts or host in sackd
         for name in rendered:
             local = f"/etc/slurm/{name}"
@@ -62,7 +62,7 @@ def test_deployed_files_are_byte_identical_to_gpucluster_render(lab_cluster: Lab
 
 def test_munge_key_is_shared_and_private(lab_cluster: Lab) -> None:
     sums = set()
-    for host in [*lab_cluster.cluster.spec.slurm.controller, *lab_cluster.cluster.hosts]:
+    for host in [*lab_cluster.cluster.spec.slurm.controller, *lab_cluster.nodes_up]:
         mode = lab_cluster.ok("stat", "--format=%a %U", "/etc/munge/munge.key", host=host).strip()
         assert mode == "400 munge", host
         sums.add(lab_cluster.ok("sha256sum", "/etc/munge/munge.key", host=host).split()[0])
@@ -125,7 +125,7 @@ def test_hosts_offering_another_release_are_refused_before_any_change(lab_cluste
     """The lab's hosts hold Debian forky's 26.05 and no other source: an inventory that targets
     24.11 stops at the pre-flight play, naming each host, the wanted and the offered release, with
     nothing installed, written or restarted (the following converge puts the lab inventory back)."""
-    hosts = [*lab_cluster.cluster.spec.slurm.controller, *lab_cluster.cluster.hosts]
+    hosts = [*lab_cluster.cluster.spec.slurm.controller, *lab_cluster.nodes_up]
     before = {
         host: lab_cluster.ok(
             "sha256sum",
@@ -173,7 +173,7 @@ def test_partition_change_is_applied_by_reconfigure(lab_cluster: Lab) -> None:
 
 def test_dead_slurmd_goes_down_and_the_playbook_brings_it_back(lab_cluster: Lab) -> None:
     # Also undoes the edit of the test above: converge() rewrites the lab inventory.
-    victim = lab_cluster.cluster.hosts[-1]
+    victim = lab_cluster.nodes_up[-1]
     # Stopped cleanly (SIGTERM to slurmd itself, as `kill` or `pkill` would): systemd restarts a
     # configless slurmd that fails or is killed by SIGKILL (Restart=on-failure), not this one.
     lab_cluster.ok("systemctl", "kill", "--kill-whom=main", "--signal=TERM", "slurmd", host=victim)

@@ -169,7 +169,7 @@ def test_srun_works_while_the_primary_host_is_down(ha_lab: Lab) -> None:
     # A configless slurmd started now gets its files from the backup (--conf-server names both)
     # and registers there: the node's SlurmdStartTime moves.
     if lab.cluster.spec.slurm.configless:
-        node = lab.cluster.hosts[-1]
+        node = lab.nodes_up[-1]
 
         def slurmd_started() -> str:
             shown = lab.ok("scontrol", "show", "node", node, host=backup)

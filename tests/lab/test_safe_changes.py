@@ -307,7 +307,7 @@ def test_the_backup_controller_removed_while_jobs_run_then_added_back(safe_lab: 
     assert lab_cluster.ok("systemctl", "is-enabled", "slurmctld", host="ctl02").strip() == "enabled"
     # Every node's slurmd fetched the configuration that lists ctl02 again (a slurmd restarted
     # before slurmctld would hold the old one until the next reconfigure).
-    for node in lab_cluster.cluster.hosts:
+    for node in lab_cluster.nodes_up:
         fetched = lab_cluster.ok("cat", "/run/slurm/conf/slurm.conf", host=node)
         assert "SlurmctldHost=ctl02" in fetched.splitlines(), node
     for job in (first, second):

@@ -16,16 +16,18 @@ pytestmark = pytest.mark.lab
 def test_every_node_is_idle_with_eight_h100(lab_cluster: Lab) -> None:
     out = lab_cluster.ok("sinfo", "--noheader", "--Node", "--format=%N %T %G")
     rows = sorted(line.split() for line in out.splitlines())
+    # The power-saved nodes are off while idle (~): Slurm powers them on for a job.
     assert [[node, state, plain_gres(gres)] for node, state, gres in rows] == [
-        [host, "idle", "gpu:h100:8"] for host in lab_cluster.cluster.hosts
+        [host, "idle" if host in lab_cluster.nodes_up else "idle~", "gpu:h100:8"]
+        for host in lab_cluster.cluster.hosts
     ]
     # gres.conf binds the GPUs to their cores (Cores=), which Slurm shows as the socket.
     assert all(gres.endswith("(S:0)") for _, _, gres in rows), rows
 
 
 def test_srun_on_all_nodes_prints_each_hostname(lab_cluster: Lab) -> None:
-    out = lab_cluster.ok("srun", f"-N{len(lab_cluster.cluster.hosts)}", "hostname")
-    assert sorted(out.split()) == lab_cluster.cluster.hosts
+    out = lab_cluster.ok("srun", f"-N{len(lab_cluster.nodes_up)}", "hostname")
+    assert sorted(out.split()) == lab_cluster.nodes_up
 
 
 def test_switches_one_lands_under_the_free_leaf(lab_cluster: Lab) -> None:

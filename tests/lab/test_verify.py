@@ -75,7 +75,10 @@ def test_a_fresh_lab_passes(lab_cluster: Lab) -> None:
     assert {n for n, row in checks.items() if row["status"] == "pass"} == set(checks) - skipped
     hosts = lab_cluster.cluster.hosts
     assert checks["nodes"]["detail"].startswith(f"{len(hosts)} nodes as the inventory")
-    assert checks["gpu-visibility"]["detail"].startswith(compress(hosts))
+    # Verify powers no node on: its jobs run on the nodes that are up; the others' power is said.
+    assert checks["gpu-visibility"]["detail"].startswith(compress(lab_cluster.nodes_up))
+    saved = [h for h in hosts if h not in lab_cluster.nodes_up]
+    assert "; power-saved: " + ", ".join(f"{h} powered down" for h in saved) in checks["nodes"]["detail"]
 
 
 def test_each_fault_fails_its_own_check_naming_its_node_or_tenant(lab_cluster: Lab) -> None:
@@ -83,7 +86,7 @@ def test_each_fault_fails_its_own_check_naming_its_node_or_tenant(lab_cluster: L
     on one node, the munge key on another, a GPU device file on a third, a tenant deleted from
     slurmdbd. Each fails its own row with exactly its node or tenant; what they legitimately
     disturb (jobs that needed a node whose munge key or GPU is wrong) names that node."""
-    hosts = lab_cluster.cluster.hosts
+    hosts = lab_cluster.nodes_up
     uid_node, gpu_node, munge_node = hosts[0], hosts[1], hosts[2]
     tenants = lab_cluster.cluster.spec.tenants
     # A tenant whose users belong to no other tenant: deleting its account takes their only

@@ -7,6 +7,7 @@ token, and a call nobody answers fails the run instead of returning `{}` silentl
 from __future__ import annotations
 
 import base64
+import json
 import runpy
 import shutil
 from collections.abc import Callable
@@ -132,8 +133,16 @@ def run_stack(
         mocks, project=PROJECTS[cloud], stack=stack, preview=False, monitor=ReferencelessMonitor(mocks)
     )
     values = {**stack_config(cloud, stack), **(config or {})}
+    # As the CLI passes them: booleans lowercase, arrays and objects as JSON.
     pulumi.runtime.set_all_config(
-        {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in values.items()}
+        {
+            k: str(v).lower()
+            if isinstance(v, bool)
+            else json.dumps(v)
+            if isinstance(v, list | dict)
+            else str(v)
+            for k, v in values.items()
+        }
     )
     runpy.run_path(str(STACKS / cloud / "__main__.py"), run_name="__main__")
     root = settings.get_root_resource()
