@@ -117,6 +117,7 @@ CHECKS: tuple[Check, ...] = (
     Check("Slurm: prologs and epilogs", slurm.check_prologs),
     Check("Slurm: daemons", slurm.check_daemons),
     Check("Slurm: power saving", slurm.check_power_save),
+    Check("the return-to-service gate", slurm.check_gate),
     Check("Slurm: keys of the release", slurm.check_release_keys),
     Check("Slurm: node and partition options", slurm.check_options),
     Check("GPU node software", check_node_software),

@@ -111,8 +111,35 @@ def slurmctld_unreachable(cluster: Cluster) -> Rule:
     )
 
 
-# The alert rules, in the order written; a function of the cluster stands for a rule that depends on it.
-ALERT_RULES: tuple[Rule | Callable[[Cluster], Rule], ...] = (
+def gate_node_out(cluster: Cluster) -> Rule | None:
+    """A node that failed the return-to-service gate stays out (cluster.gate): the record keeper
+    on each controller says so, with the failing check."""
+    if cluster.spec.gate is None:
+        return None
+    reason = "[gate] repaired/deep out: gpu count: 7 of 8 (failed 2 burn-in(s))"
+    return Rule(
+        "GateNodeOut",
+        "max by (slurm_node, check, reason) (gpucluster_gate_node_out) > 0",
+        "{{ $labels.slurm_node }} failed its burn-in and stays out: {{ $labels.check }}",
+        "The node failed the return-to-service gate (cluster.gate.attempts times, or past its time "
+        "bound): /var/lib/gpucluster/gate/records.jsonl on a controller has every check of each "
+        "burn-in; repair it, then `gpucluster node repaired INVENTORY NODE` (a deep burn-in).",
+        severity="critical",
+        wait=False,
+        series=tuple(
+            (
+                f'gpucluster_gate_node_out{{slurm_node="gpu04",check="gpu count",reason="{reason}",host="{host}"}}',
+                "1x10",
+            )
+            for host in ("ctl01", "ctl02")
+        ),
+        expect={"slurm_node": "gpu04", "check": "gpu count", "reason": reason},
+    )
+
+
+# The alert rules, in the order written; a function of the cluster stands for a rule that depends on
+# it (or returns None where the cluster has no such thing).
+ALERT_RULES: tuple[Rule | Callable[[Cluster], Rule | None], ...] = (
     Rule(
         "SlurmNodeDrained",
         'max by (slurm_node, state, reason) (gpucluster_slurm_node_state{state=~".*drain.*"}) > 0',
@@ -204,6 +231,7 @@ ALERT_RULES: tuple[Rule | Callable[[Cluster], Rule], ...] = (
         expect={"slurm_controller": "ctl02"},
     ),
     slurmctld_unreachable,
+    gate_node_out,
     Rule(
         "SlurmdbdUnreachable",
         "max by (host) (gpucluster_slurmdbd_up) < 1",
@@ -254,7 +282,8 @@ ALERT_RULES: tuple[Rule | Callable[[Cluster], Rule], ...] = (
 
 def alert_rules(cluster: Cluster, monitoring: MonitoringSpec) -> list[Rule]:
     """ALERT_RULES for this cluster: each function in it made into the cluster's rule."""
-    return [rule if isinstance(rule, Rule) else rule(cluster) for rule in ALERT_RULES]
+    made = [rule if isinstance(rule, Rule) else rule(cluster) for rule in ALERT_RULES]
+    return [rule for rule in made if rule is not None]
 
 
 def rules_document(cluster: Cluster, monitoring: MonitoringSpec) -> dict[str, Any]:

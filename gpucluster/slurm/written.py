@@ -118,12 +118,17 @@ def _health_timeout(spec: ClusterSpec) -> bool:
     return spec.slurm.health is not None and spec.slurm.release.health_check_timeout
 
 
+def _gate(spec: ClusterSpec) -> bool:
+    return spec.slurm.health is not None and spec.gate is not None
+
+
 def _rest_api(spec: ClusterSpec) -> bool:
     return spec.slurm.rest_api is not None
 
 
 CORE = "gpucluster's slurm.conf (always written)"
 HEALTH = "cluster.slurm.health (gpucluster-healthcheck)"
+GATE = "cluster.gate (gpucluster-reboot puts the node in the gate, then reboots it)"
 PER_GPU = "each GPU partition (cluster.partitions[].cpus_per_gpu / memory_per_gpu_mb)"
 REST_API = "cluster.slurm.rest_api (JWT for slurmrestd)"
 
@@ -134,6 +139,7 @@ WRITTEN: dict[str, Written] = {
     "HealthCheckInterval": Written(HEALTH, _health),
     "HealthCheckNodeState": Written(HEALTH, _health),
     "HealthCheckTimeout": Written(HEALTH, _health_timeout),
+    "RebootProgram": Written(GATE, _gate),
     "AuthAltTypes": Written(REST_API, _rest_api),
     "AuthAltParameters": Written(REST_API, _rest_api),
     # Written on each GPU partition's line: a global one would say something else than they do.
