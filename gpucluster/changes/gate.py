@@ -1,6 +1,6 @@
 """The return-to-service gate as a procedure: nodes an administrator declares repaired
-(`gpucluster node repaired INVENTORY HOST...`, playbooks/node-gate.yml), and the words the other
-procedures use for the gate (an upgraded node's, a moved node's way back).
+(`gpucluster node repaired INVENTORY HOST...`, playbooks/node-gate.yml). The upgrade's and the
+moves' steps say how their nodes come back through it (upgrade.py, moves.py).
 
 The gate itself runs on the nodes (gpucluster-healthcheck, cluster.gate); this module only hands
 nodes to it: bare-metal Slurm's through the playbook, Kubernetes' by the taint its command names.
@@ -18,7 +18,6 @@ from gpucluster.errors import InventoryError, Problem
 from gpucluster.hostlists import compress, expand
 from gpucluster.model.base import Owner
 from gpucluster.model.cluster import Cluster
-from gpucluster.model.gate import KUBERNETES_TAINT
 
 # Where playbooks/ is in a clone of gpucluster (and in its Ansible collection).
 PLAYBOOKS_ROOT = Path(__file__).resolve().parents[2]
@@ -35,10 +34,10 @@ class GateRequest:
     kubernetes: tuple[str, ...]
 
     def kubectl(self, way_back: str = "repaired") -> str:
-        return "; ".join(
-            f"kubectl taint node {host} {KUBERNETES_TAINT}={way_back}:NoSchedule --overwrite"
-            for host in self.kubernetes
-        )
+        """The taint the gate's pods act on (their failures so far forgotten)."""
+        from gpucluster.k8s.gate import taint_command
+
+        return taint_command(list(self.kubernetes), way_back)
 
 
 def gate_request(cluster: Cluster, names: list[str]) -> GateRequest:
@@ -85,14 +84,3 @@ def send_to_gate(request: GateRequest, run: PlaybookRunner, way_back: str = "rep
         return
     extra = {"gate_hosts": ",".join(request.slurm), "gate_way_back": way_back}
     run(node_gate_playbook(), ["--extra-vars", json.dumps(extra)])
-
-
-def gate_words(cluster: Cluster, trigger: str) -> str:
-    """How a procedure's nodes come back, for its step text."""
-    gate = cluster.spec.gate
-    if gate is None or gate.levels.of(trigger) == "none":
-        return ""
-    return (
-        f"; they return to service through the gate (a {gate.levels.of(trigger)} burn-in; "
-        f"`[gate] {trigger}/...` drains until it passes)"
-    )

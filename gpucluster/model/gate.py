@@ -120,6 +120,14 @@ class GateSettings(Strict):
         Update.RENDER_ONLY,
         default=2,
     )
+    kubernetes_image: Annotated[
+        str, Field(pattern=r"^[a-z0-9][a-z0-9.:/_-]*(:[A-Za-z0-9._-]+)?(@sha256:[a-f0-9]{64})?$")
+    ] = spec(
+        "Image of the gate's DaemonSet on Kubernetes' GPU nodes (Python 3; the NVIDIA container "
+        "runtime adds nvidia-smi). Pulled through kubernetes.registry_mirror where one is set.",
+        Update.KUBERNETES,
+        default="docker.io/library/python:3.13-slim-bookworm",
+    )
     reboot_command: Annotated[str, Field(pattern=r"^/\S+( \S+)*$")] = spec(
         "What gpucluster's RebootProgram runs once the node is in the gate: the host's reboot "
         "(an absolute command with its arguments, no shell).",

@@ -12,6 +12,16 @@ check runs only where its tool or device exists (nvidia-smi, dcgmi, /dev/kmsg).
   count). On failure the node is drained the same way and the exit code is 1, so Slurm requeues the
   job; a healthy node costs no call to slurmctld.
 
+- With a gate (healthcheck.conf's [gpucluster gate], cluster.gate): a node the health check
+  drained is not resumed when healthy again; it enters the return-to-service gate, as do a
+  rebooted node (RebootProgram: this program as gpucluster-reboot), a node new to the cluster, an
+  upgraded, moved or repaired one (--enter-gate): a reservation of its own and a `[gate]` drain
+  until a burn-in of its way back's level passes (below: "The gate"). On the controllers,
+  --keep-records keeps each burn-in's record; on Kubernetes' nodes, --kubernetes-gate keeps the
+  gate with a taint instead.
+- By hand: `--level quick|standard|deep [--json]` runs a burn-in on this host and prints it;
+  read-only (no Slurm call, no GPU setting changed), with or without healthcheck.conf.
+
 Python 3 standard library only (Debian 12's /usr/bin/python3). Every external command runs with a
 timeout and the whole run fits a budget (default 50 s): Slurm 22.05 kills the program at 60 s.
 Exit codes: 0 healthy, 1 a check failed (or Slurm could not be asked), 2 bad configuration (0 as
@@ -21,6 +31,7 @@ the Prolog, which must not fail jobs for a deployment error).
 from __future__ import annotations
 
 import argparse
+import calendar
 import configparser
 import contextlib
 import fcntl
@@ -30,11 +41,14 @@ import re
 import shutil
 import signal
 import socket
+import ssl
 import stat
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -1574,10 +1588,22 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                       help=f"Slurm's RebootProgram: into the gate, then the configured reboot (default when run as {REBOOT_PROGRAM_NAME})")  # fmt: skip
     mode.add_argument("--keep-records", action="store_true",
                       help="on a controller: keep the nodes' burn-in records and write the gate's metrics")  # fmt: skip
+    mode.add_argument("--kubernetes-gate", action="store_true",
+                      help="in a pod of the gate's DaemonSet: keep this Kubernetes node's gate (its taint)")  # fmt: skip
     mode.add_argument("--burn-in-run", action="store_true", help=argparse.SUPPRESS)
     gate.add_argument("--pending", action="store_true",
                       help="with --enter-gate: record it on the node only (slurmctld does not know the node yet)")  # fmt: skip
     gate.add_argument("--json", action="store_true", help="with --level: the burn-in's record as JSON")
+    gate.add_argument(
+        "--interval", type=float, default=60.0, help="with --kubernetes-gate: seconds between looks"
+    )
+    gate.add_argument("--once", action="store_true", help="with --kubernetes-gate: one look, then exit")
+    gate.add_argument("--api", help="with --kubernetes-gate: the API server's URL (default: the pod's own)")
+    gate.add_argument(
+        "--namespace",
+        default="gpucluster-gate",
+        help="with --kubernetes-gate and --api: the Leases' namespace",
+    )
     gate.add_argument(
         "--gpus", type=int, help="with --level: the GPU count to expect (default healthcheck.conf's)"
     )
@@ -1618,6 +1644,8 @@ def main(argv: list[str] | None = None) -> int:
         return standalone_burn_in(args, env, node)
     if args.keep_records:
         return keep_records(args, env)
+    if args.kubernetes_gate:
+        return kubernetes_gate(args, env, node)
     try:
         exp = load_expectations(args.config, node)
         gconf = load_gate(args.config)
@@ -1754,7 +1782,8 @@ def gate_run(ctx: Context, args: argparse.Namespace, node: str, gconf: GateConf,
              status: NodeStatus, failures: list[Failure], rebooted: bool) -> tuple[Action, str]:  # fmt: skip
     """A periodic run where the inventory has a gate: a health failure outside the gate drains
     as ever; a node the health check drained, healthy again, enters the gate instead of being
-    resumed; a reboot enters it; a node in the gate moves on (held, admitted, watched)."""
+    resumed; a reboot enters it; a node in the gate moves on (held, admitted, watched) whatever
+    the health checks find (its burn-in runs them again and counts their failures)."""
     if state.gate is None and rebooted:
         ctx.notes.append(f"gate: the node rebooted ({enter(gconf, state, 'reboot')})")
     if state.gate is None:
@@ -1772,10 +1801,10 @@ def gate_run(ctx: Context, args: argparse.Namespace, node: str, gconf: GateConf,
         ), f"dry run: in the gate ({gate['trigger']}/{gate['level']} {gate['phase']}), no change"
     if gate["phase"] == "burn-in":
         return Action("none"), watch(ctx, node, gconf, state, status)
-    if gate["phase"] == "out" or failures:
-        if gate["phase"] == "waiting":
-            gate["detail"] = f"the health check fails ({'; '.join(str(f) for f in failures)})"
+    if gate["phase"] == "out":
         return Action("none"), f"gate: {hold(ctx, node, gate, status)}"
+    # A node in the gate whose health checks fail is burnt in all the same: the burn-in runs those
+    # checks too, and its failures count towards the node staying out.
     if status.drained and not owned(status.reason):
         return Action("none"), f"gate: {hold(ctx, node, gate, status)}; no burn-in under someone else's drain"
     # The reservation before the burn-in, the reason after (it says how the admission went).
@@ -2093,6 +2122,219 @@ def write_textfile(path: Path, text: str) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+# --- The gate on Kubernetes: one pod of a DaemonSet on each of Kubernetes' GPU nodes ------------
+#
+# A node in the gate carries the taint gpucluster.io/gate=<way back>:NoSchedule: no pod that does
+# not tolerate it lands (the DaemonSet's own pod does). The pod burns its node in (the same checks
+# as on Slurm's nodes), one node of a node type's pool at a time per burn-in slot (a Lease created
+# only if absent: the API server's own test-and-set), and on a pass removes the taint; after
+# `attempts` failures the taint's value becomes `out`. Each burn-in's record goes into the node's
+# annotation gpucluster.io/gate-record. A reboot (a new boot id) puts the taint on.
+
+KUBE_TAINT = "gpucluster.io/gate"
+KUBE_RECORD = "gpucluster.io/gate-record"
+KUBE_ATTEMPTS = "gpucluster.io/gate-attempts"
+KUBE_OUT = "out"
+SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
+LEASE = "gpucluster-burnin-{pool}-{index}"
+
+
+class KubeApi:
+    """The few Kubernetes API calls the gate makes, with the pod's service account."""
+
+    def __init__(self, base: str, token: str, ca: Path | None, namespace: str) -> None:
+        self.base, self.token, self.namespace = base.rstrip("/"), token, namespace
+        self.context = ssl.create_default_context(cafile=str(ca)) if ca else None
+
+    @classmethod
+    def in_cluster(cls) -> KubeApi:
+        host = os.environ.get("KUBERNETES_SERVICE_HOST", "kubernetes.default.svc")
+        port = os.environ.get("KUBERNETES_SERVICE_PORT", "443")
+        token = (SERVICE_ACCOUNT / "token").read_text(encoding="utf-8").strip()
+        namespace = (SERVICE_ACCOUNT / "namespace").read_text(encoding="utf-8").strip()
+        return cls(f"https://{host}:{port}", token, SERVICE_ACCOUNT / "ca.crt", namespace)
+
+    def call(
+        self, method: str, path: str, body: Any = None, kind: str = "application/json"
+    ) -> tuple[int, Any]:
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(self.base + path, data=data, method=method)
+        request.add_header("Authorization", f"Bearer {self.token}")
+        request.add_header("Accept", "application/json")
+        if data is not None:
+            request.add_header("Content-Type", kind)
+        try:
+            with urllib.request.urlopen(request, timeout=30, context=self.context) as response:
+                return response.status, json.loads(response.read() or b"{}")
+        except urllib.error.HTTPError as exc:
+            try:
+                return exc.code, json.loads(exc.read() or b"{}")
+            except ValueError:
+                return exc.code, {}
+
+    def node(self, name: str) -> dict[str, Any]:
+        status, body = self.call("GET", f"/api/v1/nodes/{name}")
+        if status != 200:
+            raise RuntimeError(f"GET node {name}: HTTP {status} {body.get('message', '')}")
+        node: dict[str, Any] = body
+        return node
+
+    def patch_node(self, name: str, operations: list[dict[str, Any]]) -> None:
+        status, body = self.call("PATCH", f"/api/v1/nodes/{name}", operations, "application/json-patch+json")
+        if status != 200:
+            raise RuntimeError(f"PATCH node {name}: HTTP {status} {body.get('message', '')}")
+
+    def take_lease(self, name: str, holder: str, seconds: int) -> bool:
+        """A Lease that expires with the burn-in; False when another node holds it."""
+        path = f"/apis/coordination.k8s.io/v1/namespaces/{self.namespace}/leases"
+        now = time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime())
+        lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": name},
+                 "spec": {"holderIdentity": holder, "leaseDurationSeconds": seconds, "acquireTime": now,
+                          "renewTime": now}}  # fmt: skip
+        status, body = self.call("POST", path, lease)
+        if status == 201:
+            return True
+        if status != 409:
+            raise RuntimeError(f"POST lease {name}: HTTP {status} {body.get('message', '')}")
+        status, held = self.call("GET", f"{path}/{name}")
+        spec = held.get("spec", {}) if status == 200 else {}
+        if spec.get("holderIdentity") == holder:
+            return True
+        renewed = str(spec.get("renewTime", ""))[:19]
+        if renewed and time.time() > calendar.timegm(time.strptime(renewed, "%Y-%m-%dT%H:%M:%S")) + int(
+            spec.get("leaseDurationSeconds", 0)
+        ):
+            self.call("DELETE", f"{path}/{name}")  # expired: its holder died mid burn-in
+            return self.call("POST", path, lease)[0] == 201
+        return False
+
+    def drop_lease(self, name: str) -> None:
+        self.call("DELETE", f"/apis/coordination.k8s.io/v1/namespaces/{self.namespace}/leases/{name}")
+
+
+def gate_taint(node: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:
+    for index, taint in enumerate(node.get("spec", {}).get("taints") or []):
+        if taint.get("key") == KUBE_TAINT:
+            return index, taint
+    return None
+
+
+def taint_node(api: KubeApi, node: dict[str, Any], way_back: str) -> None:
+    name = node["metadata"]["name"]
+    taint = {"key": KUBE_TAINT, "value": way_back, "effect": "NoSchedule"}
+    version = {
+        "op": "test",
+        "path": "/metadata/resourceVersion",
+        "value": node["metadata"]["resourceVersion"],
+    }
+    if node.get("spec", {}).get("taints"):
+        api.patch_node(name, [version, {"op": "add", "path": "/spec/taints/-", "value": taint}])
+    else:
+        api.patch_node(name, [version, {"op": "add", "path": "/spec/taints", "value": [taint]}])
+
+
+def kube_gate_once(api: KubeApi, run: BurnIn, gconf: GateConf, state: State, rebooted: bool) -> str:
+    """One look at this node: a reboot puts it in the gate; a node in the gate (and not out) is
+    burnt in when a slot of its pool is free; its verdict changes the taint."""
+    node = api.node(run.node)
+    if gate_taint(node) is None and rebooted and gconf.level("reboot") != "none":
+        taint_node(api, node, "reboot")
+        node = api.node(run.node)
+    found = gate_taint(node)
+    if found is None:
+        return "in service"
+    way_back = str(found[1].get("value", "repaired"))
+    if way_back == KUBE_OUT:
+        return "out (failed its burn-ins) until repaired"
+    level = gconf.level(way_back) if way_back in TRIGGERS else "deep"
+    level = "quick" if level == "none" else level
+    limit = gconf.time_limit.get(level, 900)
+    pool = re.sub(r"[^a-z0-9-]", "-", run.exp.section.lower())
+    names = [
+        LEASE.format(pool=pool, index=k) for k in range(1, max(1, gconf.slots.get(run.exp.section, 1)) + 1)
+    ]
+    lease = next((name for name in names if api.take_lease(name, run.node, limit + 120)), None)
+    if lease is None:
+        return f"waiting for a burn-in slot of {run.exp.section}"
+    started = time.time()
+    run.level = level
+    run.ctx.deadline = time.monotonic() + limit
+    try:
+        result, outcomes = burn_in(run)
+    finally:
+        api.drop_lease(lease)
+    attempts = int((node["metadata"].get("annotations") or {}).get(KUBE_ATTEMPTS, "0") or "0")
+    gate = {"trigger": way_back, "level": level, "attempts": attempts}
+    record = burn_in_record(run.node, gate, result, outcomes, started)
+    state.counts[result] = state.counts.get(result, 0) + 1
+    return kube_verdict(api, run.node, gconf, record, attempts)
+
+
+def kube_verdict(api: KubeApi, name: str, gconf: GateConf, record: dict[str, Any], attempts: int) -> str:
+    """A pass removes the taint; a failure counts, and the last one (or a timeout) turns the
+    taint's value to `out`. The record goes into the node's annotation either way."""
+    node = api.node(name)
+    found = gate_taint(node)
+    if found is None:
+        return f"burn-in {record['result']}; the taint was lifted meanwhile"
+    path = f"/spec/taints/{found[0]}"
+    annotations = dict(node["metadata"].get("annotations") or {})
+    annotations[KUBE_RECORD] = json.dumps(record, separators=(",", ":"))
+    ops: list[dict[str, Any]] = [{"op": "test", "path": f"{path}/key", "value": KUBE_TAINT}]
+    if record["result"] == "pass":
+        annotations.pop(KUBE_ATTEMPTS, None)
+        ops.append({"op": "remove", "path": path})
+        done = "passed: taint removed"
+    else:
+        annotations[KUBE_ATTEMPTS] = str(attempts + 1)
+        if record["result"] == "timeout" or attempts + 1 >= gconf.attempts:
+            ops.append({"op": "replace", "path": f"{path}/value", "value": KUBE_OUT})
+            done = f"{record['result']}: {record['failed']}; stays out"
+        else:
+            done = f"{record['result']}: {record['failed']} (try {attempts + 1} of {gconf.attempts})"
+    ops.append({"op": "add", "path": "/metadata/annotations", "value": annotations})
+    api.patch_node(name, ops)
+    return f"burn-in {done}"
+
+
+def kubernetes_gate(args: argparse.Namespace, env: dict[str, str], node: str) -> int:
+    """--kubernetes-gate: the DaemonSet pod's loop (once with --once)."""
+    try:
+        exp = load_expectations(args.config, node)
+        gconf = load_gate(args.config)
+    except ConfigError as exc:
+        print(f"gpucluster-healthcheck: {exc}", file=sys.stderr)
+        return 2
+    if gconf is None:
+        print(f"{args.config} has no [{GATE_SECTION}] section")
+        return 2
+    api = (
+        KubeApi.in_cluster()
+        if args.api is None
+        else KubeApi(args.api, os.environ.get("KUBE_TOKEN", ""), None, args.namespace)
+    )
+    while True:
+        state_file = args.state_dir / "state.json"
+        state = State.load(state_file)
+        ctx = Context(root=args.root, kmsg=args.kmsg or args.root / "dev" / "kmsg", state_dir=args.state_dir,
+                      deadline=time.monotonic() + 900, env=env, reserve=0)  # fmt: skip
+        boot = current_boot(ctx)
+        rebooted = bool(state.last_boot) and bool(boot) and boot != state.last_boot
+        try:
+            said = kube_gate_once(
+                api, BurnIn(exp, ctx, State.load(state_file), "quick", node, gconf), gconf, state, rebooted
+            )
+        except (RuntimeError, OSError, ValueError) as exc:
+            said = f"Kubernetes not updated: {exc}"
+        print(f"{node}: {said}", flush=True)
+        state.last_boot = boot or state.last_boot
+        args.state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        state.save(state_file)
+        if args.once:
+            return 0
+        time.sleep(args.interval)
 
 
 if __name__ == "__main__":

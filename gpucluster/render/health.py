@@ -91,14 +91,15 @@ def burn_in_slots(cluster: Cluster, gate: GateSettings) -> dict[str, int]:
     }
 
 
-def gate_section(cluster: Cluster, gate: GateSettings) -> dict[str, str]:
-    """The gate's own section of healthcheck.conf."""
+def gate_section(cluster: Cluster, gate: GateSettings, slots: dict[str, int] | None = None) -> dict[str, str]:
+    """The gate's own section of healthcheck.conf (`slots`: the burn-in slots of each pool where
+    they are not the partitions', as on Kubernetes: one pool per node type)."""
     hosts = set(cluster.hosts)
     leaves = [[n for n in s.nodes if n in hosts] for s in cluster.switches if s.nodes]
     return {
         "levels": " ".join(f"{t}:{gate.levels.of(t)}" for t in TRIGGERS),
         "time_limit": " ".join(f"{level}:{gate.time_limit.of(level)}" for level in LEVELS),
-        "slots": " ".join(f"{p}:{n}" for p, n in burn_in_slots(cluster, gate).items()),
+        "slots": " ".join(f"{p}:{n}" for p, n in (slots or burn_in_slots(cluster, gate)).items()),
         "attempts": str(gate.attempts),
         "reboot_command": gate.reboot_command,
         "metrics_dir": NODE_EXPORTER_TEXTFILES,
@@ -119,7 +120,11 @@ def health_timeout(cluster: Cluster, health: HealthSettings) -> int:
 
 
 def render_health_conf(
-    cluster: Cluster, health: HealthSettings, sections: list[Section], gated: bool = False
+    cluster: Cluster,
+    health: HealthSettings,
+    sections: list[Section],
+    gated: bool = False,
+    slots: dict[str, int] | None = None,
 ) -> str:
     """healthcheck.conf; with `gated` (bare-metal Slurm with cluster.gate) the burn-in keys of
     each section and the gate's own section."""
@@ -132,7 +137,7 @@ def render_health_conf(
         sections=sorted(sections, key=lambda s: s.name),
         devices_of=devices_of,
         burn_in_of=burn_in_of if gate else None,
-        gate=gate_section(cluster, gate) if gate else None,
+        gate=gate_section(cluster, gate, slots) if gate else None,
     )
 
 

@@ -235,6 +235,20 @@ def test_a_way_back_whose_level_is_none_skips_the_gate(node: GateNode) -> None:
     assert node.node["state"] == "IDLE" and node.reservations == {} and node.gate() is None
 
 
+def test_a_repaired_node_still_missing_a_gpu_fails_its_burn_ins_and_stays_out(node: GateNode) -> None:
+    """In the gate, a failing health check does not hold the burn-in back: the burn-in finds the
+    fault too, and its failures count."""
+    node.enter("repaired")
+    node.device(5).unlink()
+    for _ in range(2):
+        node.run()
+        node.wait_burn_in()
+    assert node.node["reason"] == (
+        "[gate] repaired/deep out: gpu count: 7 of 8 (missing /dev/nvidia5) (failed 2 burn-in(s))"
+    )
+    assert node.gate()["attempts"] == 2  # type: ignore[index]
+
+
 def test_no_burn_in_while_the_node_still_runs_jobs(node: GateNode) -> None:
     node.set_node(state="MIXED+DRAIN", reason="[health] gpu count: 7 of 8 (missing /dev/nvidia3)")
     node.run()
