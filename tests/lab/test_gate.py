@@ -89,7 +89,9 @@ def sick(lab_cluster: Lab) -> Iterator[tuple[Lab, list[str]]]:
         put_node_back(lab, SICK, DEVICE, mknod)
 
 
-def test_a_node_that_lost_a_gpu_comes_back_only_through_a_passing_burn_in(sick: tuple[Lab, list[str]]) -> None:
+def test_a_node_that_lost_a_gpu_comes_back_only_through_a_passing_burn_in(
+    sick: tuple[Lab, list[str]],
+) -> None:
     lab, mknod = sick
     every = interval(lab)
     lab.ok("rm", DEVICE, host=SICK)
@@ -107,7 +109,9 @@ def test_a_node_that_lost_a_gpu_comes_back_only_through_a_passing_burn_in(sick: 
     gate_reasons = re.findall(r"reason set to: (\[gate\] [^\n]*)", log)
     assert gate_reasons and gate_reasons[0].startswith("[gate] health/quick"), log
     assert any(" burn-in: quick running since " in r for r in gate_reasons), gate_reasons
-    assert re.search(r"(Delete|delete).*reservation.*gpucluster_gate_gpu02|gpucluster_gate_gpu02.*delet", log, re.I), log
+    assert re.search(
+        r"(Delete|delete).*reservation.*gpucluster_gate_gpu02|gpucluster_gate_gpu02.*delet", log, re.I
+    ), log
     assert reservations(lab) == set()
     # The burn-in's record, kept on the controller: every check, the ones the lab cannot run
     # skipped with their reason.
@@ -206,7 +210,12 @@ def test_scontrol_reboot_brings_the_node_back_through_the_gate(lab_cluster: Lab)
         assert "Created reservation=gpucluster_gate_gpu03" in log, log
         assert re.search(r"node gpu03 returned to service", log), log
         lab.wait(lambda: job(lab, waiting)[0] in ("RUNNING", ""), 60, "the waiting job to start")
-        started = lab.ok("sacct", "--noheader", "--allocations", f"--jobs={waiting}", "--format=Start").strip()
-        assert epoch(lab, started) >= int(epoch(lab, record["started"]) + record["seconds"]), (started, record)
+        started = lab.ok(
+            "sacct", "--noheader", "--allocations", f"--jobs={waiting}", "--format=Start"
+        ).strip()
+        assert epoch(lab, started) >= int(epoch(lab, record["started"]) + record["seconds"]), (
+            started,
+            record,
+        )
     finally:
         put_node_back(lab, REBOOTED)
