@@ -1,5 +1,5 @@
-"""The `gpucluster` command line: validate, show, render, plan, trial, import, verify, schema,
-completion (and `lab`).
+"""The `gpucluster` command line: validate, show, render, plan, trial, import, verify, node repaired,
+schema, completion (and `lab`).
 
 Built on argparse and importing, for each command, only what that command uses: start-up is most
 of the time of a command like `render` (see benchmarks/cli_startup.py). Exit codes are the same
@@ -281,6 +281,31 @@ def verify(args: argparse.Namespace) -> int:
     return emit(cluster, results, args.as_json)
 
 
+def node_repaired(args: argparse.Namespace) -> int:
+    """Declare nodes repaired: each enters the return-to-service gate (cluster.gate) and returns to
+    service only when its burn-in (the `repaired` level, deep by default) passes. Bare-metal Slurm's
+    nodes through playbooks/node-gate.yml; for Kubernetes' nodes it prints the taint to set."""
+    from gpucluster.changes.gate import gate_request, send_to_gate
+    from gpucluster.tools import ToolMissing
+    from gpucluster.verify.collect import ansible_runner
+    from gpucluster.verify.observed import VerifyError
+
+    cluster = _load(args.inventory)
+    request = gate_request(cluster, args.hosts)
+    try:
+        send_to_gate(request, ansible_runner(args.inventory))
+    except (VerifyError, ToolMissing, FileNotFoundError) as exc:
+        err(f"node repaired: {exc}")
+        return 1
+    from gpucluster.hostlists import compress
+
+    if request.slurm:
+        out(f"{compress(list(request.slurm))}: in the gate (repaired); `sinfo -R` shows where each stands")
+    if request.kubernetes:
+        out(f"Kubernetes' nodes: {request.kubectl()}")
+    return 0
+
+
 def schema(args: argparse.Namespace) -> int:
     """Print the JSON Schema of the cluster file (for editor completion)."""
     if args.markdown:
@@ -379,6 +404,16 @@ def build_parser(with_lab_commands: bool = True) -> argparse.ArgumentParser:
     parser_verify = add_command(commands, "verify", verify)
     _inventory(parser_verify)
     _json(parser_verify, "The checks as JSON.")
+
+    node = commands.add_parser(
+        "node", help="Nodes of a live cluster: `node repaired`.", description="Nodes of a live cluster.",
+        allow_abbrev=False,
+    )  # fmt: skip
+    node.set_defaults(run=None, parser=node)
+    node_commands = node.add_subparsers(title="commands", metavar="COMMAND")
+    parser_repaired = add_command(node_commands, "repaired", node_repaired)
+    _inventory(parser_repaired)
+    parser_repaired.add_argument("hosts", nargs="+", metavar="HOST", help="Nodes (names or hostlists).")
 
     parser_schema = add_command(commands, "schema", schema)
     parser_schema.add_argument(

@@ -140,6 +140,7 @@ CHECKS: tuple[Check, ...] = (
     Check("Slurm: power saving", slurm.check_power_save),
     Check("power-saved nodes: BMCs, clouds, ResumeTimeout", check_power),
     Check("power saving: keys of the release", check_power_release),
+    Check("the return-to-service gate", slurm.check_gate),
     Check("Slurm: keys of the release", slurm.check_release_keys),
     Check("Slurm: node and partition options", slurm.check_options),
     Check("Slurm: values Slurm reads back", slurm.check_values),

@@ -246,6 +246,45 @@ def partition_table(cluster: Cluster) -> str:
     return table("Partitions", columns, partitions)
 
 
+def gate_table(cluster: Cluster) -> str:
+    """cluster.gate: the burn-in of each way back, each partition's slots, what each node type's
+    burn-in compares against (the nodes in the gate now: `gpucluster verify`, `sinfo -R`)."""
+    from gpucluster.model.gate import TRIGGERS
+    from gpucluster.render.health import burn_in_of, burn_in_slots
+
+    gate = cluster.spec.gate
+    assert gate is not None
+    rows = [
+        [
+            trigger,
+            gate.levels.of(trigger),
+            "-" if gate.levels.of(trigger) == "none" else f"{gate.time_limit.of(gate.levels.of(trigger))} s",
+        ]
+        for trigger in TRIGGERS
+    ]
+    text = table(
+        f"Return-to-service gate: at most {gate.attempts} failed burn-in(s), then the node stays out",
+        ("way back", "burn-in", "time bound"),
+        rows,
+    )
+    slots = ", ".join(
+        f"{p} {n} of {len(cluster.partitions[p])}" for p, n in burn_in_slots(cluster, gate).items()
+    )
+    declared = []
+    for name in sorted(cluster.hosts_by_type):
+        values = {k: v for k, v in burn_in_of(cluster.spec.node_types[name]).items() if v and v != "no"}
+        declared.append([name, ", ".join(f"{k} {v}" for k, v in values.items())])
+    return (
+        text
+        + f"\nnodes in burn-in at once per partition: {slots or '-'}\n"
+        + table(
+            "Burn-in per node type (undeclared checks are skipped, never passed)",
+            ("type", "compared against"),
+            declared,
+        )
+    )
+
+
 def show(cluster: Cluster) -> str:
     """The text `gpucluster show` prints."""
     spec = cluster.spec
@@ -281,6 +320,8 @@ def show(cluster: Cluster) -> str:
         ]
         parts.append(table("NVLink blocks", ("block", "nodes", "GPUs", "hosts"), blocks))
     parts.append(fleet_table(cluster))
+    if spec.gate is not None:
+        parts.append(gate_table(cluster))
     parts += layer_tables(cluster)
     if spec.tenants:
         parts.append(tenant_table(cluster))

@@ -20,6 +20,7 @@ from gpucluster.changes.playbooks import PROCEDURES
 from gpucluster.hostlists import compress
 from gpucluster.model.base import Owner, Update
 from gpucluster.model.cluster import Cluster
+from gpucluster.model.gate import KUBERNETES_TAINT
 from gpucluster.model.spec import GpuQuota
 from gpucluster.slurm.defaults import minutes
 
@@ -308,11 +309,30 @@ def carried(move: Move, new: Cluster) -> str:
 def claim_text(move: Move, new: Cluster) -> str:
     hosts = compress(move.hosts)
     if move.target == Owner.SLURM:
+        gate = new.spec.gate
+        level = gate.levels.move if gate is not None and new.spec.slurm.health is not None else "none"
+        back = (
+            "the nodes come up idle"
+            if level == "none"
+            else f"the nodes come up in the return-to-service gate (slurmctld did not know them: a {level} "
+            "burn-in, then they take jobs)"
+        )
         return (
             f"{PROCEDURES['slurm'].playbook}: slurm.conf with {hosts}, slurmd started, then {node_list_apply(new)}; "
-            "the nodes come up idle" + carried(move, new)
+            + back
+            + carried(move, new)
         )
     if move.target == Owner.KUBERNETES:
+        gate = new.spec.gate
+        if gate is not None and gate.levels.move != "none":
+            taint = for_each(
+                move.hosts, f'kubectl taint node "$node" {KUBERNETES_TAINT}=move:NoSchedule --overwrite'
+            )
+            return (
+                f"apply kubernetes/nodes.yaml ({OWNER_LABEL}=kubernetes and fabric labels on {hosts}), {taint}, "
+                + for_each(move.hosts, 'kubectl uncordon "$node"')
+                + f" (the gate's pod on each lifts the taint after a {gate.levels.move} burn-in)"
+            )
         return (
             f"apply kubernetes/nodes.yaml ({OWNER_LABEL}=kubernetes and fabric labels on {hosts}), "
             "then " + for_each(move.hosts, 'kubectl uncordon "$node"') + carried(move, new)

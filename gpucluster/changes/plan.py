@@ -54,7 +54,11 @@ KUBE = ("kubernetes/*", "helm/*")
 # cluster.monitoring's files: the targets carry each node's type, partitions, switch, block, owner, tenant.
 MON = ("monitoring/*",)
 # IMEX's node lists are the NVLink blocks topology.yaml is written from.
-TOPOLOGY = ("slurm/slurm.conf", "slurm/topology.conf", "slurm/topology.yaml", "nodes/imex/*", *KUBE, *MON)
+# The gate's section of healthcheck.conf lists the nodes under each leaf switch (the pair test's).
+TOPOLOGY = (
+    "slurm/slurm.conf", "slurm/topology.conf", "slurm/topology.yaml", "slurm/healthcheck.conf", "nodes/imex/*",
+    *KUBE, *MON,
+)  # fmt: skip
 REACH: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("cluster.name", ("*",)),
     ("cluster.slurm.health", ("slurm/slurm.conf", "slurm/healthcheck.conf", *KUBE)),
@@ -68,7 +72,9 @@ REACH: tuple[tuple[str, tuple[str, ...]], ...] = (
         ("slurm/slurm.conf", "slurm/cgroup.conf", "hosts/storage.yaml", "hosts/nfs-exports/*", *KUBE, *MON),
     ),
     ("cluster.node_types", ("slurm/*", "nodes/*", *KUBE, *MON)),
-    ("cluster.partitions", ("slurm/slurm.conf", *KUBE, *MON)),
+    # The gate's burn-in slots are counted per partition.
+    ("cluster.partitions", ("slurm/slurm.conf", "slurm/healthcheck.conf", *KUBE, *MON)),
+    ("cluster.gate", ("slurm/slurm.conf", "slurm/healthcheck.conf", *KUBE, *MON)),
     ("cluster.fabric", TOPOLOGY),
     ("switches", TOPOLOGY),
     ("cluster.qos", ("slurm/accounts.yaml", *KUBE)),

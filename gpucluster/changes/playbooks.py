@@ -19,6 +19,7 @@ KUBERNETES = "playbooks/kubernetes.yml"
 MONITORING = "playbooks/monitoring.yml"
 POWER_SAVED = "playbooks/power_saved.yml"
 POWER_RELEASE = "playbooks/power_release.yml"
+NODE_GATE = "playbooks/node-gate.yml"
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,7 @@ _PROCEDURES = (
             _play(GPU_NODES, "Render the inventory and group the hosts with node software", "slurm_common:render"),
             _play(MONITORING, "Render the monitoring files and group the hosts that run them", "slurm_common:render"),
             _play(UPGRADE, "The target Slurm release on every Slurm host (pin and pre-flight)", "slurm_common:packages"),
+            _play(NODE_GATE, "Render the inventory and group the hosts of the gate", "slurm_common:render"),
         ),
     ),
     Procedure(
@@ -168,6 +170,13 @@ _PROCEDURES = (
             _play(MONITORING, "NVIDIA's dcgm-exporter and its Slurm job mapping on the GPU nodes", "monitoring_dcgm_exporter"),
             _play(MONITORING, "Prometheus and Alertmanager on the monitoring host", "monitoring_prometheus"),
         ),
+    ),
+    # The return-to-service gate (cluster.gate): nodes an administrator declares repaired.
+    Procedure(
+        "gate",
+        "the nodes enter the gate (a reservation of their own and a `[gate]` drain); each returns to "
+        "service when its burn-in passes",
+        (_play(NODE_GATE, "Nodes into the gate, back only after a burn-in passes", "slurm_health:enter_gate"),),
     ),
     # The upgrade (gpucluster.changes.upgrade): one procedure per step of Slurm's order.
     Procedure(

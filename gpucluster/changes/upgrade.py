@@ -103,6 +103,8 @@ class _Upgrading:
         self.compute = new.hosts_owned_by(Owner.SLURM)
         self.login = [h for h in slurm.login if h not in controllers]
         self.every = list(dict.fromkeys([*controllers, *self.dbd, *self.compute, *self.login]))
+        gate = new.spec.gate
+        self.gate_level = gate.levels.upgrade if gate is not None and slurm.health is not None else "none"
         # What gpucluster builds against Slurm's headers (SPANK plugins: Pyxis) and where: a plugin
         # built for the old release is refused by the new one's srun and slurmd.
         self.spank = spank_plugins(new)
@@ -253,8 +255,11 @@ def _slurmd_steps(up: _Upgrading) -> list[UpgradeStep]:
         "drain the nodes (no new job starts while their packages change), let the jobs ending there "
         f"end, upgrade the packages to {up.target} while slurmd runs, install the new files"
     )
-    restart = (
-        "restart slurmd (running jobs go on: slurmstepd is not restarted), resume the nodes this step drained"
+    restart = "restart slurmd (running jobs go on: slurmstepd is not restarted), " + (
+        "resume the nodes this step drained"
+        if up.gate_level == "none"
+        else f"hand them to the return-to-service gate (a {up.gate_level} burn-in lifts this step's "
+        "drain; the next batch does not wait for it)"
     )
     for number, batch in enumerate(groups, 1):
         name = f"slurmd batch {number}/{len(groups)}"

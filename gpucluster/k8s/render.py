@@ -12,6 +12,7 @@ from gpucluster import yamlout
 from gpucluster.k8s import objects as obj
 from gpucluster.k8s import values as val
 from gpucluster.k8s import volcano
+from gpucluster.k8s.gate import gate_objects
 from gpucluster.k8s.mirror import chart_source, mirror_image
 from gpucluster.k8s.model import ChartPin, KubernetesSpec, kubernetes_of
 from gpucluster.k8s.names import ADDON_NAMESPACES
@@ -280,6 +281,9 @@ def object_files(cluster: Cluster, k8s: KubernetesSpec) -> list[ObjectFile]:
         )
         files.append(ObjectFile("kubernetes/network/nic-cluster-policy.yaml", "network_operator", [policy]))
     files.append(ObjectFile("kubernetes/nodes.yaml", "gpu_workloads", obj.node_objects(cluster, k8s)))
+    gate = gate_objects(cluster, k8s)
+    if gate:
+        files.append(ObjectFile("kubernetes/gate.yaml", "gpu_workloads", gate))
     namespaces = obj.tenant_namespaces(pods, k8s)
     if namespaces:
         files.append(ObjectFile("kubernetes/namespaces.yaml", "gpu_workloads", namespaces))

@@ -126,6 +126,36 @@ def verify(args: argparse.Namespace) -> int:
     return emit(cluster, results, args.as_json)
 
 
+def repaired(args: argparse.Namespace) -> int:
+    """`gpucluster node repaired` against the lab: the nodes enter the return-to-service gate and
+    come back only when their burn-in passes."""
+    from gpucluster.changes.gate import gate_request, send_to_gate
+    from gpucluster.lab.inventory import write_inventory
+    from gpucluster.lab.playbook import run_playbook
+    from gpucluster.lab.state import LabState
+    from gpucluster.layers import load_cluster
+
+    state = LabState.load()
+    if state is None or not state.inventory:
+        return _fail(LabError("no lab is up (run `gpucluster lab up`)"))
+    cluster = load_cluster(Path(state.inventory))
+    request = gate_request(cluster, args.hosts)
+    target = write_inventory(Path(state.inventory), cluster)
+    try:
+        with Progress() as progress:
+
+            def run(playbook: Path, extra: list[str]) -> None:
+                run_playbook(target, progress, playbook, extra)
+
+            send_to_gate(request, run)
+    except (LabError, ToolMissing) as exc:
+        return _fail(exc)
+    out(
+        f"{', '.join(request.slurm)}: in the gate (repaired); `gpucluster lab run -- sinfo -R` shows where each stands"
+    )
+    return 0
+
+
 def down(args: argparse.Namespace) -> int:
     """Remove everything the lab created (containers, namespaces, veths, bridge, state), nothing else."""
     from gpucluster.lab import lab
@@ -171,6 +201,9 @@ def add_lab_commands(lab: argparse.ArgumentParser, add_command: AddCommand) -> N
 
     parser_verify = add_command(commands, "verify", verify)
     parser_verify.add_argument("--json", dest="as_json", action="store_true", help="The checks as JSON.")
+
+    parser_repaired = add_command(commands, "repaired", repaired)
+    parser_repaired.add_argument("hosts", nargs="+", metavar="HOST", help="Lab nodes (names or hostlists).")
 
     parser_down = add_command(commands, "down", down)
     parser_down.add_argument("--image", action="store_true", help="Also remove the cached lab image.")

@@ -25,6 +25,7 @@ from gpucluster.model.base import (
     spec,
 )
 from gpucluster.model.containers import ContainerSettings
+from gpucluster.model.gate import BurnIn, GateSettings
 from gpucluster.model.nodesoftware import NodeSoftware
 from gpucluster.model.power import MAX_POWERED, NODE_POWER, NodePower
 from gpucluster.model.releases import RELEASES, Release, SlurmVersion, known_text, release
@@ -219,6 +220,7 @@ class NodeType(Strict):
         Update.RENDER_ONLY,
         default_factory=NodeHealth,
     )
+    burn_in: BurnIn = spec("What the gate's burn-in of this node type compares against (with cluster.gate).", Update.RENDER_ONLY, default_factory=BurnIn)  # fmt: skip
     software: NodeSoftware | None = spec(
         "GPU node software the gpu_driver role installs: the driver (Debian's or NVIDIA's "
         "repository, open or proprietary modules), persistence daemon, fabric manager, IMEX, DCGM, "
@@ -1547,6 +1549,7 @@ class ClusterSpec(Strict):
     )
     # Sections of the layers built on this model. The core keeps them opaque: gpucluster.layers
     # validates each present section with its layer's own model and puts the result here.
+    gate: GateSettings | None = spec("The return-to-service gate: a node comes back (from the health check's drain, a reboot, new, an upgrade, a move, a repair) only after a burn-in passes; omit for none.", Update.RECONFIGURE, default=None)  # fmt: skip
     kubernetes: Any = spec(KUBERNETES_SECTION, Update.KUBERNETES, default=None)
     cloud: Any = spec(CLOUD_SECTION, Update.REBUILD, default=None)
     monitoring: Any = spec(MONITORING_SECTION, Update.SERVICE, default=None)

@@ -14,10 +14,11 @@ from gpucluster.model.cluster import Cluster
 from gpucluster.model.powered import saved_hosts
 from gpucluster.monitoring.model import MonitoringSpec
 from gpucluster.monitoring.targets import controllers
+from gpucluster.render.health import NODE_EXPORTER_TEXTFILES
 from gpucluster.render.templating import header
 
 # Debian's prometheus-node-exporter reads textfiles from here (its --collector.textfile.directory).
-TEXTFILE_DIR = "/var/lib/prometheus/node-exporter"
+TEXTFILE_DIR = NODE_EXPORTER_TEXTFILES
 
 NODE_STATE = "gpucluster_slurm_node_state"
 CONTROLLER_IN_CONTROL = "gpucluster_slurm_controller_in_control"

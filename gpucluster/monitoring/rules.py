@@ -168,7 +168,34 @@ def slurmctld_unreachable(cluster: Cluster) -> Rule:
     )
 
 
-# The alert rules, in the order written; a function of the cluster stands for a rule that depends on it.
+def gate_node_out(cluster: Cluster) -> Rule | None:
+    """A node that failed the return-to-service gate stays out (cluster.gate): the record keeper
+    on each controller says so, with the failing check."""
+    if cluster.spec.gate is None:
+        return None
+    reason = "[gate] repaired/deep out: gpu count: 7 of 8 (failed 2 burn-in(s))"
+    return Rule(
+        "GateNodeOut",
+        "max by (slurm_node, check, reason) (gpucluster_gate_node_out) > 0",
+        "{{ $labels.slurm_node }} failed its burn-in and stays out: {{ $labels.check }}",
+        "The node failed the return-to-service gate (cluster.gate.attempts times, or past its time "
+        "bound): /var/lib/gpucluster/gate/records.jsonl on a controller has every check of each "
+        "burn-in; repair it, then `gpucluster node repaired INVENTORY NODE` (a deep burn-in).",
+        severity="critical",
+        wait=False,
+        series=tuple(
+            (
+                f'gpucluster_gate_node_out{{slurm_node="gpu04",check="gpu count",reason="{reason}",host="{host}"}}',
+                "1x10",
+            )
+            for host in ("ctl01", "ctl02")
+        ),
+        expect={"slurm_node": "gpu04", "check": "gpu count", "reason": reason},
+    )
+
+
+# The alert rules, in the order written; a function of the cluster stands for a rule that depends on
+# it (or returns None where the cluster has no such thing).
 ALERT_RULES: tuple[Rule | Callable[[Cluster], Rule | None], ...] = (
     Rule(
         "SlurmNodeDrained",
@@ -261,6 +288,7 @@ ALERT_RULES: tuple[Rule | Callable[[Cluster], Rule | None], ...] = (
         expect={"slurm_controller": "ctl02"},
     ),
     slurmctld_unreachable,
+    gate_node_out,
     Rule(
         "SlurmdbdUnreachable",
         "max by (host) (gpucluster_slurmdbd_up) < 1",

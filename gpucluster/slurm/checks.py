@@ -154,6 +154,24 @@ def check_release(ctx: CheckContext) -> None:
             ctx.fail(["slurm", "health", "interval"], "an interval of 1 s leaves the health check no time")
 
 
+def check_gate(ctx: CheckContext) -> None:
+    """cluster.gate on Slurm's nodes runs inside gpucluster-healthcheck; a burn-in rate needs the
+    ports it applies to."""
+    spec = ctx.spec
+    if spec.gate is not None and spec.slurm.health is None and ctx.cluster.hosts_owned_by(Owner.SLURM):
+        ctx.fail(
+            ["gate"],
+            "the gate runs inside the health check on Slurm's nodes: set cluster.slurm.health too "
+            "(`health: {}` takes its defaults)",
+        )
+    for name, node_type in spec.node_types.items():
+        if node_type.burn_in.infiniband_rate_gbps and not node_type.health.infiniband:
+            ctx.fail(
+                ["node_types", name, "burn_in", "infiniband_rate_gbps"],
+                "a rate for no port: list the ports in node_types.<type>.health.infiniband (e.g. mlx5_0:1)",
+            )
+
+
 def check_plugins(ctx: CheckContext) -> None:
     plugins = ctx.spec.slurm.task_plugins
     if "none" in plugins and len(plugins) > 1:

@@ -139,6 +139,10 @@ def _old_release_cloud_nodes(spec: Any) -> bool:
     )
 
 
+def _gate(spec: Any) -> bool:
+    return spec.slurm.health is not None and spec.gate is not None
+
+
 def _mps(spec: Any) -> bool:
     return uses_mps(spec)
 
@@ -148,6 +152,7 @@ HEALTH = "cluster.slurm.health (gpucluster-healthcheck)"
 PER_GPU = "each GPU partition (cluster.partitions[].cpus_per_gpu / memory_per_gpu_mb)"
 REST_API = "cluster.slurm.rest_api (JWT for slurmrestd)"
 MPS = "gpus.sharing.mps of a node type (gpucluster-mps)"
+GATE = "cluster.gate (gpucluster-reboot puts the node in the gate, then reboots it)"
 CLOUD_POWER = "cluster.nodes[].power cloud groups (before Slurm 23.11)"
 
 # slurm.conf, in the order gpucluster writes the keys it writes.
@@ -316,7 +321,7 @@ SLURM_CONF_KEYS = (
     _g("TaskEpilog", kind=PATH),
     _g("SrunProlog", kind=PATH),
     _g("SrunEpilog", kind=PATH),
-    _g("RebootProgram", kind=PATH),
+    _g("RebootProgram", kind=PATH, written_by=GATE, when=_gate),
     _g("PluginDir", kind=PATH),
     _g("PlugStackConfig", kind=PATH),
     _g("UnkillableStepProgram", kind=PATH),

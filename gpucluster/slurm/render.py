@@ -24,7 +24,13 @@ from gpucluster.model.spec import (
     Owner,
     Partition,
 )
-from gpucluster.render.health import HEALTH_CONF, HEALTH_PROGRAM, bare_metal_health_conf, health_timeout
+from gpucluster.render.health import (
+    HEALTH_CONF,
+    HEALTH_PROGRAM,
+    REBOOT_PROGRAM,
+    bare_metal_health_conf,
+    health_timeout,
+)
 from gpucluster.render.power import power_save_lines
 from gpucluster.render.templating import header, render_template
 from gpucluster.slurm import keys
@@ -478,6 +484,12 @@ def _health_section(cluster: Cluster) -> list[Line]:
         lines.append(("HealthCheckTimeout", health_timeout(cluster, health)))
     if health.prolog:
         lines.append(("Prolog", HEALTH_PROGRAM))
+    if cluster.spec.gate is not None:
+        lines += [
+            ("#", "The return-to-service gate (cluster.gate): `scontrol reboot` puts the node in the gate"),
+            ("#", "(a reservation of its own and a [gate] drain) before the host reboots"),
+            ("RebootProgram", REBOOT_PROGRAM),
+        ]
     return lines
 
 

@@ -754,10 +754,37 @@ def check_cleanup(plan: Plan, seen: Observations) -> CheckResult:
     return CheckResult("cleanup", Status.FAIL, f"{plan.job_name}: {said}", names)
 
 
+def check_gate(plan: Plan, seen: Observations) -> CheckResult:
+    """The nodes in the return-to-service gate (cluster.gate) and why, from their `[gate]` drain
+    reasons; a node that failed its burn-in and stays out fails the row."""
+    cluster = plan.cluster
+    if cluster.spec.gate is None:
+        return CheckResult("gate", Status.SKIPPED, "the inventory has no return-to-service gate")
+    assert seen.controller is not None
+    command = seen.controller.nodes
+    if not command.ok:
+        return _controller_failed("gate", seen.controller, command, "scontrol show node")
+    records = parse.scontrol_records(command.stdout, "NodeName")
+    gated, out = [], []
+    for node in cluster.hosts:
+        reason = re.sub(r" \[[^\[\]]*@[^\[\]]*\]$", "", records.get(node, {}).get("Reason", ""))
+        if not reason.startswith("[gate] "):
+            continue
+        gated.append(f"{node}: {reason}")
+        if re.match(r"\[gate\] \S+ out: ", reason):
+            out.append(node)
+    if out:
+        return CheckResult("gate", Status.FAIL, "; ".join(gated), tuple(out))
+    if gated:
+        return CheckResult("gate", Status.PASS, f"{len(gated)} node(s) in the gate: " + "; ".join(gated))
+    return CheckResult("gate", Status.PASS, "no node in the return-to-service gate")
+
+
 # --- all ---------------------------------------------------------------------------------------
 
 CHECKS: tuple[Callable[[Plan, Observations], CheckResult], ...] = (
     check_nodes,
+    check_gate,
     check_coallocation,
     check_gpus,
     check_sharing,
@@ -772,6 +799,7 @@ CHECKS: tuple[Callable[[Plan, Observations], CheckResult], ...] = (
 )
 NEED_CONTROLLER = {
     check_nodes,
+    check_gate,
     check_coallocation,
     check_gpus,
     check_sharing,

@@ -81,6 +81,18 @@ def documents(
     return out
 
 
+def tenant_objects(name: str, kind: str) -> list[dict[str, Any]]:
+    """The objects of a kind that belong to the tenants: everything but the return-to-service
+    gate's own (its namespace, which holds its DaemonSet, ServiceAccount and Role)."""
+    from gpucluster.k8s.gate import NAMESPACE
+
+    return [
+        d
+        for _, d in documents(name)
+        if d["kind"] == kind and NAMESPACE not in (d["metadata"].get("name"), d["metadata"].get("namespace"))
+    ]
+
+
 @pytest.fixture(params=k8s_inventories())
 def inventory(request: pytest.FixtureRequest) -> str:
     return str(request.param)

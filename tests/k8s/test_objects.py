@@ -13,7 +13,7 @@ from tests.k8s.conftest import documents, k8s_inventories
 from tests.k8s.crd import crd_index, validate_custom_resource
 
 KUBE_VERSION = "1.34.0"
-CORE_APIS = {"v1", "resource.k8s.io/v1", "rbac.authorization.k8s.io/v1"}
+CORE_APIS = {"v1", "apps/v1", "resource.k8s.io/v1", "rbac.authorization.k8s.io/v1"}
 # Custom resources without a CRD in the schema catalogue (none: every one is validated).
 WITHOUT_PINNED_CRD: set[str] = set()
 

@@ -22,14 +22,21 @@ from gpucluster.layers import layer_warnings, load_cluster
 from gpucluster.model.spec import Owner
 from gpucluster.rendering import render_files
 from tests.conftest import run_cli
-from tests.k8s.conftest import cluster_of, documents, k8s_inventories, rendered, variant_inventory
+from tests.k8s.conftest import (
+    cluster_of,
+    k8s_inventories,
+    rendered,
+    tenant_objects,
+    variant_inventory,
+)
 
 Obj = dict[str, Any]
 GPU_TAINT = {"key": GPU_TAINT_KEY, "value": "present", "effect": "NoSchedule"}
 
 
 def _kinds(inventory: str, kind: str) -> list[Obj]:
-    return [d for _, d in documents(inventory) if d["kind"] == kind]
+    """The tenants' objects of a kind (the gate's namespace and its RBAC are no tenant's)."""
+    return tenant_objects(inventory, kind)
 
 
 def _kueue_config(files: dict[str, str]) -> Obj:

@@ -11,7 +11,7 @@ import yaml
 
 from gpucluster.k8s.objects import split_by_capacity
 from gpucluster.model.spec import GpuQuota, Owner
-from tests.k8s.conftest import cluster_of, documents, rendered
+from tests.k8s.conftest import cluster_of, documents, rendered, tenant_objects
 
 
 def _units_per_gpu(inventory: str, flavor: str) -> dict[str, float]:
@@ -212,13 +212,13 @@ def test_superpod_schedulers_get_different_numbers() -> None:
     assert volcano["research"]["spec"]["deserved"]["nvidia.com/gpu"] == 64
     assert volcano["research"]["spec"]["capability"]["nvidia.com/gpu"] == 128
     assert volcano["gpucluster"]["spec"]["deserved"]["nvidia.com/gpu"] == 256
-    namespaces = {d["metadata"]["name"] for _, d in documents("superpod") if d["kind"] == "Namespace"}
+    namespaces = {d["metadata"]["name"] for d in tenant_objects("superpod", "Namespace")}
     assert namespaces == {"research", "inference"}
 
 
 def test_namespaces_follow_tenants() -> None:
     """Namespaces for the tenants Kubernetes serves: pretraining has GPUs only in Slurm on Kubernetes."""
-    namespaces = {d["metadata"]["name"]: d for _, d in documents("gke-prod") if d["kind"] == "Namespace"}
+    namespaces = {d["metadata"]["name"]: d for d in tenant_objects("gke-prod", "Namespace")}
     assert set(namespaces) == {"ft", "evals"}
     assert namespaces["ft"]["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "baseline"
     local = [

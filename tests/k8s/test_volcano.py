@@ -20,7 +20,7 @@ from gpucluster.layers import load_cluster
 from gpucluster.model.spec import Owner
 from gpucluster.rendering import render_files
 from tests.conftest import run_cli
-from tests.k8s.conftest import cluster_of, documents, rendered, variant_inventory
+from tests.k8s.conftest import cluster_of, documents, rendered, tenant_objects, variant_inventory
 from tests.k8s.crd import catalogue, validate_custom_resource
 
 Obj = dict[str, Any]
@@ -192,7 +192,7 @@ def test_tenant_pods_go_to_volcano_and_their_queue() -> None:
     files = rendered("superpod")
     admission = yaml.safe_load(_values(files)["custom"]["admission_config_override"])
     (group,) = admission["resourceGroups"]
-    namespaces = {d["metadata"]["name"]: d for _, d in documents("superpod") if d["kind"] == "Namespace"}
+    namespaces = {d["metadata"]["name"]: d for d in tenant_objects("superpod", "Namespace")}
     assert group["object"] == {"key": "namespace", "value": sorted(namespaces)}
     assert group["schedulerName"] == "volcano"
     assert group["labels"] == {OWNER_LABEL: Owner.KUBERNETES.value}
@@ -310,7 +310,7 @@ def test_sample_gang_job_takes_two_whole_nodes_at_once() -> None:
     (container,) = pod["containers"]
     assert container["resources"]["limits"]["nvidia.com/gpu"] == 8
     assert spec["networkTopology"] == {"mode": "hard", "highestTierAllowed": 1}
-    namespaces = {d["metadata"]["name"] for _, d in documents("superpod") if d["kind"] == "Namespace"}
+    namespaces = {d["metadata"]["name"] for d in tenant_objects("superpod", "Namespace")}
     queues = {d["metadata"]["name"]: d for _, d in documents("superpod") if d["kind"] == "Queue"}
     assert job["metadata"]["namespace"] in namespaces
     assert queues[spec["queue"]]["spec"]["capability"]["nvidia.com/gpu"] >= 16

@@ -126,7 +126,7 @@ def test_the_lab_turns_it_off_and_renders_no_dcgm_job() -> None:
 
 def test_true_without_nvidias_repository_is_refused_naming_file_key_and_node_types(tmp_path: Path) -> None:
     assert problems(lab(tmp_path, ON)) == [
-        f"{CLUSTER_FILE}:133: cluster.monitoring.dcgm_exporter: dcgm-exporter comes from NVIDIA's CUDA "
+        f"{CLUSTER_FILE}:137: cluster.monitoring.dcgm_exporter: dcgm-exporter comes from NVIDIA's CUDA "
         "repository only (datacenter-gpu-manager-exporter), which the gpu_driver role configures where a "
         "node type's software.driver.source is `nvidia`; Slurm's GPU nodes of node types sim-h100 (driver "
         "source none) have none: set their driver source to `nvidia`, or leave dcgm_exporter out (auto: on "
@@ -234,7 +234,7 @@ def test_before_24_05_auto_is_off_and_says_why(tmp_path: Path) -> None:
         "Prolog=/usr/local/sbin/gpucluster-healthcheck"
     ]
     assert [str(w).removeprefix(f"{tmp_path}/old/lab/") for w in layer_warnings(cluster)][-1] == (
-        f"{CLUSTER_FILE}:134: cluster.monitoring: dcgm-exporter is off: Slurm 22.05 takes one Prolog and "
+        f"{CLUSTER_FILE}:138: cluster.monitoring: dcgm-exporter is off: Slurm 22.05 takes one Prolog and "
         "one Epilog line (several from 24.05); the job mapping needs its own. Set dcgm_exporter: true where "
         "slurm.conf has no other Prolog and Epilog, or upgrade Slurm"
     )
@@ -242,7 +242,7 @@ def test_before_24_05_auto_is_off_and_says_why(tmp_path: Path) -> None:
 
 def test_before_24_05_true_is_refused_while_the_health_check_holds_the_prolog(tmp_path: Path) -> None:
     assert problems(lab(tmp_path, NVIDIA_DRIVER, ON, version="22.05")) == [
-        f"{CLUSTER_FILE}:140: cluster.monitoring.dcgm_exporter: Slurm 22.05 takes one Prolog and one Epilog "
+        f"{CLUSTER_FILE}:144: cluster.monitoring.dcgm_exporter: Slurm 22.05 takes one Prolog and one Epilog "
         "line (several from 24.05) and slurm.conf gives them to the health check's Prolog "
         "(cluster.slurm.health.prolog); dcgm-exporter's job mapping needs a Prolog and an Epilog of its "
         "own: free them, or set dcgm_exporter false"

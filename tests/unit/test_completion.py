@@ -41,7 +41,7 @@ def complete(script: Path, line: str) -> list[str]:
 def test_bash_completes_commands_options_and_inventory_directories(bash_script: Path) -> None:
     assert complete(bash_script, "gpucluster va") == ["validate"]
     assert set(complete(bash_script, "gpucluster ")) >= {"validate", "render", "plan", "lab", "completion"}
-    assert complete(bash_script, "gpucluster lab ") == ["up", "status", "run", "verify", "down"]
+    assert complete(bash_script, "gpucluster lab ") == ["up", "status", "run", "verify", "repaired", "down"]
     assert "--json" in complete(bash_script, "gpucluster render --")
     assert complete(bash_script, "gpucluster validate inventories/su") == ["inventories/superpod"]
     assert complete(bash_script, "gpucluster completion ") == ["bash", "zsh"]

@@ -36,7 +36,7 @@ def test_a_leaf_switch_whose_group_was_emptied_is_named_not_a_crash(inventories:
     hosts.write_text(emptied, encoding="utf-8")
     found = problems(directory)
     assert (
-        f"{CLUSTER_FILE}:57: cluster.fabric.tree.su2-leaf[0]: group `dgx_su2` has no hosts: remove it here "
+        f"{CLUSTER_FILE}:71: cluster.fabric.tree.su2-leaf[0]: group `dgx_su2` has no hosts: remove it here "
         f"(hosts decommissioned), or give it hosts in {directory}/hosts.yml" in found
     )
     proc = run_cli("validate", str(directory))

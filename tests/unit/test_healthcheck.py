@@ -138,7 +138,7 @@ class FakeNode:
         self.tool("scontrol", FAKE_SCONTROL)
         self.set_node(state="IDLE", reason=None)
         monkeypatch.setenv("PATH", str(self.bin))
-        for name in ("SLURMD_NODENAME", "SLURM_SCRIPT_CONTEXT"):
+        for name in ("SLURMD_NODENAME", "SLURM_NODE_NAME", "SLURM_SCRIPT_CONTEXT"):
             monkeypatch.delenv(name, raising=False)
 
     @property
@@ -711,7 +711,7 @@ def test_parse_show_node_strips_the_user_and_time() -> None:
         + "   Reason=[health] gpu count: 7 of 8 [root@2024-05-01T10:00:00]\n"
     )
     status = hc.parse_show_node(text)
-    assert status == hc.NodeStatus("MIXED+DRAIN", "[health] gpu count: 7 of 8") and status.drained
+    assert status == hc.NodeStatus("MIXED+DRAIN", "[health] gpu count: 7 of 8", ["gpu"]) and status.drained
     assert not hc.parse_show_node(SHOW_NODE.format(name="n", state="IDLE")).drained
 
 

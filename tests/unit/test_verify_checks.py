@@ -52,6 +52,7 @@ from tests.unit.verify_fixtures import (
 
 CHECK_NAMES = [
     "nodes",
+    "gate",
     "co-allocation",
     "gpu-visibility",
     "topology",
@@ -234,6 +235,22 @@ def test_a_drained_node_fails_nodes_with_its_reason(plan: Plan) -> None:
     assert row.detail == (
         "g2: IDLE+DRAIN (gres/gpu count reported lower than configured (7 < 8) [root@2024-05-01T10:10:00])"
     )
+
+
+def test_nodes_in_the_gate_are_listed_with_why_and_one_that_stays_out_fails(plan: Plan) -> None:
+    seen = healthy(plan)
+    assert seen.controller is not None
+    assert rows(plan, seen)["gate"].detail == "no node in the return-to-service gate"
+    waiting = "[gate] health/quick burn-in: quick running since 10:12:00"
+    out = "[gate] repaired/deep out: pcie: GPU 3 x8 of x16 (failed 2 burn-in(s))"
+    text = seen.controller.nodes.stdout.replace(
+        node_line("g2"), node_line("g2", state="IDLE+DRAIN", reason=waiting)
+    )
+    row = rows(plan, with_controller(seen, nodes=Command(0, text)))["gate"]
+    assert (row.status, row.detail) == (Status.PASS, f"1 node(s) in the gate: g2: {waiting}")
+    text = text.replace(node_line("g3"), node_line("g3", state="IDLE+DRAIN", reason=out))
+    row = rows(plan, with_controller(seen, nodes=Command(0, text)))["gate"]
+    assert (row.status, row.names, row.detail) == (Status.FAIL, ("g3",), f"g2: {waiting}; g3: {out}")
 
 
 @pytest.mark.parametrize(

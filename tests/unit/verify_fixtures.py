@@ -44,6 +44,9 @@ CLUSTER = """\
         controller: [ctl1, ctl2]
         state_save_location: /shared/slurmctld
         accounting: {host: db1}
+        health: {}
+      # The return-to-service gate: nodes drained `[gate] ...` are on their way back.
+      gate: {}
       node_types:
         h100:
           sockets: 2
