@@ -108,16 +108,18 @@ if [ "$accounting" = yes ]; then
   done
   cluster=$(sed -n 's/^ClusterName=//p' /etc/slurm/slurm.conf)
   # sacctmgr parses slurm.conf too: a broken file fails here first, and slurmctld says why below.
-  if [ -s "$work/sacctmgr.commands" ]; then
-    # The inventory's cluster, QOS, accounts and users, as the slurm_accounts role adds them.
-    while IFS= read -r line; do
-      eval "words=($line)"
-      timeout 20 sacctmgr -i "${words[@]}" >>"$work/out/sacctmgr.log" 2>&1 || true
-    done <"$work/sacctmgr.commands"
-  else
-    timeout 20 sacctmgr -i add cluster "$cluster" >"$work/out/sacctmgr.log" 2>&1 || true
-  fi
+  timeout 20 sacctmgr -i add cluster "$cluster" >"$work/out/sacctmgr.log" 2>&1 || true
 fi
+# The inventory's QOS, accounts and users, as the slurm_accounts role adds them: once slurmctld has
+# registered, since slurmdbd knows a TRES such as gres/gpu only from slurmctld's AccountingStorageTRES.
+seed_accounts() {
+  [ "$accounting" = yes ] && [ -s "$work/sacctmgr.commands" ] || return 0
+  while IFS= read -r line; do
+    eval "words=($line)"
+    [ "${words[0]} ${words[1]}" = "add cluster" ] && continue
+    timeout 20 sacctmgr -i "${words[@]}" >>"$work/out/sacctmgr.log" 2>&1 || true
+  done <"$work/sacctmgr.commands"
+}
 
 # The programs slurm.conf names (gpucluster's own, or a stand-in that only logs for a site's).
 if [ -s "$work/programs.list" ]; then
@@ -142,17 +144,32 @@ if [ -s "$work/programs.list" ]; then
   done <"$work/programs.list"
 fi
 
+# slurmctld is up (or has exited, or the deadline passed): bounded whatever it does.
+wait_for_ctld() {
+  local deadline=$((SECONDS + 90))
+  for _ in $(seq $((seconds * 10))); do
+    kill -0 "$ctld" 2>/dev/null || break
+    [ "$SECONDS" -lt "$deadline" ] || break
+    # A ping killed mid-RPC would itself make slurmctld log an error: give it time to answer.
+    timeout 30 scontrol ping 2>/dev/null | grep -q '(primary) at .* is UP' && break
+    sleep 0.1
+  done
+}
+if [ "$accounting" = yes ] && [ -s "$work/sacctmgr.commands" ] && grep -qv '^add cluster ' "$work/sacctmgr.commands"; then
+  # A first start registers the cluster's TRES with slurmdbd; the associations are added then, as
+  # the slurm_accounts role adds them to a running cluster, and the verdict is the second start's.
+  as_daemon_user /usr/sbin/slurmctld -D -c >"$work/out/slurmctld.first.stderr" 2>&1 &
+  ctld=$!
+  wait_for_ctld
+  seed_accounts
+  kill "$ctld" 2>/dev/null || true
+  wait "$ctld" 2>/dev/null || true
+  rm -f /var/log/slurm/slurmctld.log
+fi
 as_daemon_user /usr/sbin/slurmctld -D -c -v >"$work/out/slurmctld.stderr" 2>&1 &
 ctld=$!
-# Bounded whatever slurmctld does: a controller that never answers is reported, not waited for.
-deadline=$((SECONDS + 90))
-for _ in $(seq $((seconds * 10))); do
-  kill -0 "$ctld" 2>/dev/null || break
-  [ "$SECONDS" -lt "$deadline" ] || break
-  # A ping killed mid-RPC would itself make slurmctld log an error: give it time to answer.
-  timeout 30 scontrol ping 2>/dev/null | grep -q '(primary) at .* is UP' && break
-  sleep 0.1
-done
+# A controller that never answers is reported, not waited for.
+wait_for_ctld
 sleep "$seconds"
 if kill -0 "$ctld" 2>/dev/null; then
   echo running >"$work/out/state"

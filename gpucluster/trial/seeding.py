@@ -24,7 +24,14 @@ import yaml
 
 from gpucluster.lab.paths import REPO_ROOT
 from gpucluster.model.cluster import Cluster
-from gpucluster.render.health import HEALTH_PROGRAM, program_path
+from gpucluster.render.health import HEALTH_PROGRAM, REBOOT_PROGRAM, program_path
+from gpucluster.render.power import (
+    POWER_PROGRAM,
+    RESUME_FAIL_PROGRAM,
+    RESUME_PROGRAM,
+    SUSPEND_PROGRAM,
+)
+from gpucluster.render.power import program_path as power_program_path
 
 ASSOCIATIONS = Path("plugins") / "modules" / "slurm_associations.py"
 COLLECTION = Path("ansible_collections") / "gpucluster" / "cluster"
@@ -104,7 +111,14 @@ def commands_file(commands: list[list[str]]) -> str:
 
 def own_programs(cluster: Cluster) -> dict[str, str]:
     """gpucluster's own programs slurm.conf may name, path -> content, as the roles install them."""
-    found = {HEALTH_PROGRAM: program_path().read_text(encoding="utf-8")}
+    health = program_path().read_text(encoding="utf-8")
+    # gpucluster-reboot is a link to the health check (role slurm_health); gpucluster-power goes by
+    # four names (role slurm_power).
+    found = {HEALTH_PROGRAM: health, REBOOT_PROGRAM: health}
+    power = power_program_path().read_text(encoding="utf-8")
+    found.update(
+        (name, power) for name in (POWER_PROGRAM, RESUME_PROGRAM, SUSPEND_PROGRAM, RESUME_FAIL_PROGRAM)
+    )
     if getattr(cluster.spec, "monitoring", None) is not None:
         from gpucluster.monitoring import dcgm
         from gpucluster.monitoring.render import job_mapping_script

@@ -26,13 +26,6 @@ from gpucluster.model.base import Owner
 from gpucluster.model.cluster import Cluster
 from gpucluster.model.releases import PROVEN, SlurmVersion
 from gpucluster.model.spec import DEFAULT_STATE_SAVE_LOCATION, SLURM_ADDRESS_VARS
-from gpucluster.render.power import (
-    POWER_PROGRAM,
-    RESUME_FAIL_PROGRAM,
-    RESUME_PROGRAM,
-    SUSPEND_PROGRAM,
-)
-from gpucluster.render.power import program_path as power_program_path
 from gpucluster.slurm.restapi import JWT_KEY_NAME
 
 # Lines of a daemon log that mean the configuration is not accepted as is.
@@ -82,7 +75,22 @@ def _expected_noise(cluster: Cluster, line: str) -> bool:
     if _FIRST_START.search(line) or _SLOW_CLOCK.search(line):
         return True
     backups = cluster.spec.slurm.controller[1:]
-    return any(f"_shutdown_bu_thread:send/recv {host}:" in line for host in backups)
+    if any(f"_shutdown_bu_thread:send/recv {host}:" in line for host in backups):
+        return True
+    return _said_on_purpose(cluster, line)
+
+
+def _said_on_purpose(cluster: Cluster, line: str) -> bool:
+    """What slurmctld logs as an error of a site's way that the inventory states on purpose (and
+    validate warns of): hosts outside the switch tree, names in topology.conf no node has, no
+    default partition."""
+    spec = cluster.spec
+    fabric = spec.fabric
+    if fabric.outside_tree and "switches lack access to" in line:
+        return True
+    if fabric.placeholder_nodes and "Invalid hostnames in switch configuration" in line:
+        return True
+    return not any(p.default for p in spec.partitions) and "default partition not set" in line
 
 
 def installed_version() -> SlurmVersion | None:
@@ -112,17 +120,8 @@ class Runner:
             # mount and ip inside the container's own namespaces, as unshare does on the host
             "--cap-add=SYS_ADMIN", "--cap-add=NET_ADMIN",
             "--volume", f"{work}:/trial", "--volume", f"{script}:/trial-sandbox.sh:ro",
-            *power_programs(),
             self.image, *sandbox, "/trial-sandbox.sh", "/trial", *args,
         ]  # fmt: skip
-
-
-def power_programs() -> list[str]:
-    """gpucluster-power where slurm.conf names it, as the slurm_power role installs it on the
-    controllers (the three names slurmctld runs it by): slurmctld checks they exist."""
-    program = str(power_program_path())
-    names = (POWER_PROGRAM, RESUME_PROGRAM, SUSPEND_PROGRAM, RESUME_FAIL_PROGRAM)
-    return [arg for name in names for arg in ("--volume", f"{program}:{name}:ro")]
 
 
 def check_available(cluster: Cluster, progress: Callable[[str], None] | None = None) -> Runner:

@@ -198,8 +198,8 @@ def classify(cluster: Any) -> dict[str, Any]:
     from gpucluster.changes.moves import MOVE_REASON
     from gpucluster.changes.procedures import releases_reading, state_filesystem_entry, switch_type
     from gpucluster.model.base import Owner
-    from gpucluster.packagedata import data_path
     from gpucluster.model.powered import cloud_hosts, power_groups
+    from gpucluster.packagedata import data_path
     from gpucluster.render.health import program_path
     from gpucluster.render.power import program_path as power_program_path
     from gpucluster.slurm.render import conf_server, configless_served
@@ -299,8 +299,11 @@ def main() -> None:
     except InventoryError as exc:
         module.fail_json(msg="invalid inventory:\n" + "\n".join(str(p) for p in exc.problems))
     # hosts/: the accounts the users role creates on every Slurm host; containers/: Pyxis, enroot;
-    # nodes/: the GPU node software (role gpu_driver); monitoring/: the monitoring play.
-    files = render_files(cluster, only=["slurm", "hosts", "containers", "nodes", "monitoring", "power"])
+    # nodes/: the GPU node software (role gpu_driver); mig/: the MIG layouts (role gpu_mig);
+    # monitoring/: the monitoring play; power/: gpucluster-power's settings (role slurm_power).
+    files = render_files(
+        cluster, only=["slurm", "hosts", "containers", "nodes", "mig", "monitoring", "power"]
+    )
     written: list[str] = []
     if not module.check_mode:
         written = [str(path) for path in write_tree(files, module.params["out"])]
