@@ -1,4 +1,4 @@
-"""The `gpucluster` command line: validate, show, render, plan, trial, import, verify, node repaired,
+"""The `gpucluster` command line: validate, show, render, plan, apply, trial, import, verify, node repaired,
 schema, completion (and `lab`).
 
 Built on argparse and importing, for each command, only what that command uses: start-up is most
@@ -39,6 +39,7 @@ EXIT_CODES = {
     "or could not finish (ansible-playbook failed, the controller unreachable, an unexpected error)",
     2: "usage error or invalid inventory (every problem listed)",
     3: "not possible on this machine (trial: not root, no slurm-wlm, or another Slurm release installed)",
+    4: "apply stopped before a step done by hand (its text printed): do it, then go on with --from-step",
     130: "interrupted (Ctrl-C)",
 }
 # An inventory directory argument: shell completion offers directories (shtab's DIRECTORY, spelt
@@ -179,6 +180,93 @@ def plan(args: argparse.Namespace) -> int:
     for reason in result.refused:
         err(reason)
     return code
+
+
+def apply(args: argparse.Namespace) -> int:
+    """Apply what `plan OLD NEW` lists: its steps as ansible-playbook runs in its order, each limited
+    to the hosts its step changes (localhost, where the playbooks render, and those). Prints the plan
+    and the runs first and asks before running unless --yes; stops at the first failure, and before
+    a step done by hand (a drain, a wait, kubectl) with its text."""
+    from gpucluster.changes.apply import ByHand, apply_actions, from_step
+    from gpucluster.changes.plan import make_plan, text_lines
+    from gpucluster.rendering import render_files
+
+    old, new = _load(args.old), _load(args.new)
+    old_files, new_files = render_files(old), render_files(new)
+    result = make_plan(old, new, old_files, new_files)
+    for line in text_lines(result):
+        out(line)
+    if result.refused:
+        for reason in result.refused:
+            err(reason)
+        return 2
+    target: Path = args.inventory_dir or args.new
+    if args.inventory_dir is not None and render_files(_load(target)) != new_files:
+        args.parser.error(
+            f"--inventory-dir {target} renders other files than {args.new}: the playbooks apply the "
+            "inventory they run with, so it must be the one planned"
+        )
+    actions = from_step(apply_actions(old, new, result, old_files, new_files), args.from_step)
+    if not actions:
+        out("apply: nothing to run")
+        return 0
+    out(f"apply: {len(actions)} action(s), in order:")
+    for action in actions:
+        if isinstance(action, ByHand):
+            out(f"  step {action.step}, by hand: {action.text}")
+        else:
+            out(f"  steps {', '.join(map(str, action.steps))}: {action.line(target)}")
+    if args.dry_run:
+        return 0
+    if not args.yes and not _confirmed(args):
+        return 2 if not sys.stdin.isatty() else 1
+    return _run_actions(actions, target, args)
+
+
+def _confirmed(args: argparse.Namespace) -> bool:
+    """Whether the user answers yes; no terminal to ask on (and no --yes) is a refusal."""
+    if not sys.stdin.isatty():
+        err("apply: not confirmed: no terminal to ask on; run it with --yes (or --dry-run)")
+        return False
+    sys.stderr.write("Apply these? [y/N] ")
+    sys.stderr.flush()
+    answer = sys.stdin.readline().strip().lower()
+    if answer not in ("y", "yes"):
+        err("apply: nothing applied")
+        return False
+    return True
+
+
+def _run_actions(actions: Sequence[object], target: Path, args: argparse.Namespace) -> int:
+    import subprocess
+
+    from gpucluster.changes.apply import ByHand, Run, playbook_path
+    from gpucluster.tools import ToolMissing, venv_env, venv_tool
+
+    try:
+        program = venv_tool("ansible-playbook")
+    except ToolMissing as exc:
+        err(f"apply: {exc}")
+        return 1
+    for action in actions:
+        if isinstance(action, ByHand):
+            err(
+                f"apply: stopped before step {action.step}, which is done by hand: {action.text}; once done, "
+                f"run `gpucluster apply {args.old} {args.new} --from-step {action.step + 1}`"
+            )
+            return 4
+        assert isinstance(action, Run)
+        command = action.argv(target, program, playbook_path(action.playbook))
+        out(f"apply: steps {', '.join(map(str, action.steps))}: {action.line(target)}")
+        proc = subprocess.run(command, env=venv_env(), check=False)
+        if proc.returncode != 0:
+            err(
+                f"apply: step {action.steps[0]} failed: {action.playbook} exited {proc.returncode}; fix it, "
+                f"then run `gpucluster apply {args.old} {args.new} --from-step {action.steps[0]}`"
+            )
+            return 1
+    out("apply: done")
+    return 0
 
 
 def trial(args: argparse.Namespace) -> int:
@@ -389,6 +477,8 @@ def build_parser(with_lab_commands: bool = True) -> argparse.ArgumentParser:
     parser_plan.add_argument("new", type=Path, help="The inventory to apply.")
     _json(parser_plan, "The plan as JSON, for automation (its schema: gpucluster.plan_schema, README).")
 
+    _add_apply(commands)
+
     parser_trial = add_command(commands, "trial", trial)
     _inventory(parser_trial)
     parser_trial.add_argument(
@@ -430,6 +520,35 @@ def build_parser(with_lab_commands: bool = True) -> argparse.ArgumentParser:
 
         add_lab_commands(lab, add_command)
     return parser
+
+
+def _add_apply(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """`apply OLD NEW [--yes] [--dry-run] [--from-step N] [--inventory-dir DIR]`."""
+    parser_apply = add_command(commands, "apply", apply)
+    for name, help_text in (
+        ("old", "The inventory as deployed (e.g. a checkout of the last release)."),
+        ("new", "The inventory to apply."),
+    ):
+        action = parser_apply.add_argument(name, type=Path, help=help_text)
+        action.complete = DIRECTORY_COMPLETION  # type: ignore[attr-defined]
+    parser_apply.add_argument("--yes", "-y", action="store_true", help="Apply without asking.")
+    parser_apply.add_argument(
+        "--dry-run", action="store_true", help="Print the plan and the ansible-playbook runs only."
+    )
+    parser_apply.add_argument(
+        "--from-step",
+        type=int,
+        default=1,
+        metavar="N",
+        help="Start at the plan's step N (after a step done by hand, or a failure fixed).",
+    )
+    inventory_dir = parser_apply.add_argument(
+        "--inventory-dir",
+        type=Path,
+        default=None,
+        help="The Ansible inventory the playbooks run with (default: NEW); it must render what NEW renders.",
+    )
+    inventory_dir.complete = DIRECTORY_COMPLETION  # type: ignore[attr-defined]
 
 
 def _add_render(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -501,7 +620,7 @@ def _add_import(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 # Commands that run for minutes (playbooks, containers, daemons), for which main() turns the
 # cyclic garbage collector back on.
-LONG_RUNNING = (["lab"], ["verify"], ["trial"])
+LONG_RUNNING = (["lab"], ["verify"], ["trial"], ["apply"])
 
 
 def run(argv: Sequence[str]) -> int:

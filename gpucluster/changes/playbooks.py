@@ -34,6 +34,12 @@ class Procedure:
     key: str
     does: str  # what its step does, after "<playbook> (<roles>): "
     plays: tuple[Play, ...]
+    # The hosts its plays change, as the groups the playbooks' first play builds (HOST_GROUPS):
+    # `gpucluster apply` limits the playbook to them (and localhost, where the render runs).
+    hosts: tuple[str, ...] = ()
+    # Its plays change only the hosts its changes name (a node type's hosts, the nodes whose layout
+    # changes), not every host of its groups.
+    per_host: bool = False
 
     @property
     def playbook(self) -> str:
@@ -48,6 +54,21 @@ class Procedure:
     def text(self, does: str | None = None) -> str:
         """Its step's text: the playbook, the roles, then what it does (`does` for this plan's)."""
         return f"{self.playbook} ({', '.join(self.roles)}): {does or self.does}"
+
+
+# The groups of hosts the playbooks' first plays build (add_host), by which a procedure says where
+# it acts; gpucluster.changes.apply finds their hosts from the inventory and its rendered files.
+SLURM_HOSTS = ("slurm_controllers", "slurm_dbd_hosts", "slurm_compute_nodes", "slurm_login_nodes")
+CONTROLLERS = ("slurm_controllers",)
+HOST_GROUPS = (
+    *SLURM_HOSTS,
+    "slurm_controllers[0]",
+    "nfs_servers",
+    "shared_storage_hosts",
+    "gpu_driver_hosts",
+    "gpu_mig_hosts",
+    "monitoring_servers",
+)
 
 
 def _play(playbook: str, name: str, *roles: str) -> Play:
@@ -76,11 +97,13 @@ _PROCEDURES = (
             _play(SLURM, "Controllers leaving, and those stopped while a new primary starts", "slurm_controller:leave", "shared_storage"),
             _play(SLURM, "The controllers of the inventory, and the takeover where one joined", "slurm_controller:verify"),
         ),
+        hosts=CONTROLLERS,
     ),
     Procedure(
         "partitions",
         "partitions created, closed and emptied before the files change",
         (_play(SLURM, "Slurm configuration, slurmctld and slurmd", "slurm_common"),),
+        hosts=CONTROLLERS,
     ),
     Procedure(
         "accounting_move",
@@ -89,16 +112,19 @@ _PROCEDURES = (
             _play(SLURM, "Accounting leaving its host", "slurm_common:accounting_dump"),
             _play(SLURM, "Accounting database and slurmdbd", "slurm_common:accounting_load"),
         ),
+        hosts=("slurm_dbd_hosts",),
     ),
     Procedure(
         "state_move",
         "slurmctld stopped on every controller and its state copied to the new location",
         (_play(SLURM, "Slurm configuration, slurmctld and slurmd", "slurm_common"),),
+        hosts=CONTROLLERS,
     ),
     Procedure(
         "users",
         "the Unix groups and users of hosts/users.yaml on every Slurm host",
         (_play(SLURM, "Unix groups and users of the cluster model on every Slurm host", "users"),),
+        hosts=(*SLURM_HOSTS, "nfs_servers", "shared_storage_hosts"),
     ),
     Procedure(
         "storage",
@@ -107,12 +133,14 @@ _PROCEDURES = (
             _play(SLURM, "NFS exports of the shared filesystems", "nfs_server"),
             _play(SLURM, "Shared filesystems on the hosts that mount them", "shared_storage"),
         ),
+        hosts=("nfs_servers", "shared_storage_hosts"),
     ),
     Procedure(
         "node_software",
         "the node software of nodes/ on the hosts of its node types (drain them first; reboot where the "
         "kernel module changed)",
         (_play(GPU_NODES, "GPU driver stack", "gpu_driver"),),
+        hosts=("gpu_driver_hosts",), per_host=True,
     ),
     Procedure(
         "mig_layout",
@@ -121,6 +149,7 @@ _PROCEDURES = (
         "re-partitioned with nvidia-smi, given its new Gres, its slurmd restarted, resumed; the layout "
         "also applied at every boot before slurmd",
         (_play(GPU_NODES, "MIG layouts of bare-metal Slurm's GPUs, a batch at a time", "gpu_mig"),),
+        hosts=("gpu_mig_hosts",), per_host=True,
     ),
     Procedure(
         "slurm",
@@ -137,6 +166,7 @@ _PROCEDURES = (
             _play(SLURM, "Containers in jobs - Slurm's OCI support with rootless crun", "slurm_containers"),
             _play(SLURM, "Containers in jobs - Pyxis and enroot", "pyxis_enroot"),
         ),
+        hosts=SLURM_HOSTS,
     ),
     # Power saving with gpucluster's programs (cluster.nodes[].power): gpucluster-power on the
     # controllers before slurmctld reads the slurm.conf naming it; every playbook holds the
@@ -149,11 +179,13 @@ _PROCEDURES = (
             _play(POWER_SAVED, "Power-saved nodes - hold those that are up, leave out those Slurm powered off", "slurm_power:hold", "slurm_power:powered_down"),
             _play(POWER_RELEASE, "Power-saved nodes - back to Slurm's power saving", "slurm_power:release"),
         ),
+        hosts=CONTROLLERS,
     ),
     Procedure(
         "accounts",
         "sacctmgr makes the accounts, users and QOS of slurm/accounts.yaml",
         (_play(SLURM, "Accounts, QOS and users of the tenants", "slurm_accounts"),),
+        hosts=("slurm_controllers[0]",),
     ),
     Procedure(
         "kubernetes",
@@ -170,6 +202,7 @@ _PROCEDURES = (
             _play(MONITORING, "NVIDIA's dcgm-exporter and its Slurm job mapping on the GPU nodes", "monitoring_dcgm_exporter"),
             _play(MONITORING, "Prometheus and Alertmanager on the monitoring host", "monitoring_prometheus"),
         ),
+        hosts=("monitoring_servers",),
     ),
     # The return-to-service gate (cluster.gate): nodes an administrator declares repaired.
     Procedure(
@@ -183,77 +216,92 @@ _PROCEDURES = (
         "upgrade:prove",
         "`gpucluster trial` of the new inventory",
         (_play(UPGRADE, "Render the new release's files, group the hosts and prove the files with the new release", "slurm_common:render"),),
+        hosts=SLURM_HOSTS,
     ),
     Procedure(
         "upgrade:pre-checks",
         "every daemon answers, no node would lose a job, room for the backups",
         (_play(UPGRADE, "Pre-checks (nothing changes before every one passes)", "slurm_upgrade:precheck"),),
+        hosts=SLURM_HOSTS,
     ),
     Procedure(
         "upgrade:job-mapping",
         "the prolog and epilog the new slurm.conf names, before any slurmd reads it",
         (_play(UPGRADE, "The Slurm prolog and epilog of dcgm-exporter's job mapping on every Slurm node", "monitoring_dcgm_exporter:slurm_job_mapping"),),
+        hosts=SLURM_HOSTS,
     ),
     Procedure(
         "upgrade:backup",
         "the accounting database dumped",
         (_play(UPGRADE, "The accounting database, dumped, then converted by the new slurmdbd", "slurm_upgrade:backup"),),
+        hosts=SLURM_HOSTS,
     ),
     Procedure(
         "upgrade:slurmdbd",
         "slurmdbd upgraded; it converts the database",
         (_play(UPGRADE, "The accounting database, dumped, then converted by the new slurmdbd", "slurm_upgrade:slurmdbd"),),
+        hosts=SLURM_HOSTS,
     ),
     Procedure(
         "upgrade:slurmctld-backups",
         "the backup controllers upgraded, not started",
         (_play(UPGRADE, "The backup controllers, upgraded (started once the primary answers)", "slurm_upgrade:slurmctld"),),
+        hosts=SLURM_HOSTS,
     ),
     Procedure(
         "upgrade:slurmctld",
         "the primary controller upgraded with its state",
         (_play(UPGRADE, "The primary controller, its state copied, upgraded and waited for with every job", "slurm_upgrade:slurmctld"),),
+        hosts=SLURM_HOSTS,
     ),
     Procedure(
         "upgrade:slurmctld-backups-started",
         "the backup controllers started",
         (_play(UPGRADE, "The backup controllers started", "slurm_upgrade:slurmctld_backups"),),
+        hosts=SLURM_HOSTS,
     ),
     Procedure(
         "upgrade:spank-controllers",
         "the SPANK plugins gpucluster builds (Pyxis), rebuilt against the new release on the controllers",
         (_play(UPGRADE, "The SPANK plugins gpucluster builds, rebuilt against the new release on the controllers", "pyxis_enroot"),),
+        hosts=SLURM_HOSTS,
     ),
     Procedure(
         "upgrade:slurmd",
         "every slurmd in batches",
         (_play(UPGRADE, "Every slurmd, in batches (cluster.slurm.upgrade.batch_size), each waited for", "slurm_upgrade:slurmd"),),
+        hosts=SLURM_HOSTS,
     ),
     # In each batch, between its packages and the restart of slurmd (which loads the plugins).
     Procedure(
         "upgrade:spank",
         "the SPANK plugins gpucluster builds (Pyxis), rebuilt against the new release before slurmd restarts",
         (_play(UPGRADE, "Every slurmd, in batches (cluster.slurm.upgrade.batch_size), each waited for", "pyxis_enroot"),),
+        hosts=SLURM_HOSTS,
     ),
     Procedure(
         "upgrade:slurmd-restart",
         "slurmd restarted on the new release, each node waited for",
         (_play(UPGRADE, "Every slurmd, in batches (cluster.slurm.upgrade.batch_size), each waited for", "slurm_upgrade:slurmd_restart"),),
+        hosts=SLURM_HOSTS,
     ),
     Procedure(
         "upgrade:login",
         "login hosts and clients",
         (_play(UPGRADE, "Login hosts and clients last", "slurm_upgrade:login"),),
+        hosts=SLURM_HOSTS,
     ),
     Procedure(
         "upgrade:spank-login",
         "the SPANK plugins gpucluster builds (Pyxis), rebuilt against the new release on the login hosts",
         (_play(UPGRADE, "The SPANK plugins gpucluster builds, rebuilt against the new release on the login hosts", "pyxis_enroot"),),
+        hosts=SLURM_HOSTS,
     ),
     Procedure(
         "upgrade:verify",
         "every daemon reports the new release",
         (_play(UPGRADE, "Every daemon reports the new release", "slurm_upgrade:verify"),),
+        hosts=SLURM_HOSTS,
     ),
 )  # fmt: skip
 
