@@ -69,21 +69,31 @@ def _read(files: dict[str, str], rel: str) -> Any:
     return None if text is None else yaml.safe_load(text)
 
 
-def host_groups(cluster: Cluster, files: dict[str, str]) -> dict[str, list[str]]:
-    """The groups the playbooks' first plays build, from the cluster model (gpucluster_render's
-    classification) and the rendered files they read (nodes/, mig/, hosts/storage.yaml, monitoring/)."""
+def slurm_host_groups(cluster: Cluster) -> dict[str, list[str]]:
+    """Each host's Slurm role, from the model (the render module gives the playbooks these groups).
+    Only hosts bare-metal Slurm owns run slurmd; with none, there is no bare-metal Slurm to install;
+    instances made when Slurm needs them are reached by no playbook (their image does the work)."""
     slurm = cluster.spec.slurm
     nodes = cluster.hosts_owned_by(Owner.SLURM)
     instances = set(cloud_hosts(cluster))
-    controllers = list(slurm.controller) if nodes else []
-    storage = _read(files, "hosts/storage.yaml") or {}
-    monitoring = _read(files, "monitoring/hosts.yaml") or {}
     return {
-        "slurm_controllers": controllers,
-        "slurm_controllers[0]": controllers[:1],
+        "slurm_controllers": list(slurm.controller) if nodes else [],
         "slurm_dbd_hosts": [slurm.accounting.host] if slurm.accounting and nodes else [],
         "slurm_compute_nodes": [h for h in nodes if h not in instances],
         "slurm_login_nodes": list(slurm.login) if nodes else [],
+        "slurm_restd_hosts": [slurm.rest_api.host] if slurm.rest_api and nodes else [],
+    }
+
+
+def host_groups(cluster: Cluster, files: dict[str, str]) -> dict[str, list[str]]:
+    """The groups the playbooks' first plays build, from the cluster model (slurm_host_groups) and
+    the rendered files they read (nodes/, mig/, hosts/storage.yaml, monitoring/)."""
+    slurm = slurm_host_groups(cluster)
+    storage = _read(files, "hosts/storage.yaml") or {}
+    monitoring = _read(files, "monitoring/hosts.yaml") or {}
+    return {
+        **slurm,
+        "slurm_controllers[0]": slurm["slurm_controllers"][:1],
         "nfs_servers": [e["host"] for e in storage.get("exports", [])],
         "shared_storage_hosts": list(
             dict.fromkeys(h for fs in storage.get("filesystems", []) for h in fs.get("hosts", []))

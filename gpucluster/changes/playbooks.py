@@ -105,6 +105,15 @@ _PROCEDURES = (
         (_play(SLURM, "Slurm configuration, slurmctld and slurmd", "slurm_common"),),
         hosts=CONTROLLERS,
     ),
+    # Nodes that leave bare-metal Slurm (moved to another scheduler, or gone from the inventory):
+    # slurm_common drains them and waits for their jobs on the first controller, then stops slurmd
+    # there, before the new files are installed.
+    Procedure(
+        "nodes_leaving",
+        "nodes leaving Slurm drained, their running jobs waited for (never killed), slurmd stopped there",
+        (_play(SLURM, "Slurm configuration, slurmctld and slurmd", "slurm_common"),),
+        hosts=CONTROLLERS,
+    ),
     Procedure(
         "accounting_move",
         "slurmdbd stopped on the old host, its database dumped there and loaded on the new one",
@@ -212,96 +221,82 @@ _PROCEDURES = (
         (_play(NODE_GATE, "Nodes into the gate, back only after a burn-in passes", "slurm_health:enter_gate"),),
     ),
     # The upgrade (gpucluster.changes.upgrade): one procedure per step of Slurm's order.
+    # Their hosts are those each step of the upgrade names (no group of their own).
     Procedure(
         "upgrade:prove",
         "`gpucluster trial` of the new inventory",
         (_play(UPGRADE, "Render the new release's files, group the hosts and prove the files with the new release", "slurm_common:render"),),
-        hosts=SLURM_HOSTS,
     ),
     Procedure(
         "upgrade:pre-checks",
         "every daemon answers, no node would lose a job, room for the backups",
         (_play(UPGRADE, "Pre-checks (nothing changes before every one passes)", "slurm_upgrade:precheck"),),
-        hosts=SLURM_HOSTS,
     ),
     Procedure(
         "upgrade:job-mapping",
         "the prolog and epilog the new slurm.conf names, before any slurmd reads it",
         (_play(UPGRADE, "The Slurm prolog and epilog of dcgm-exporter's job mapping on every Slurm node", "monitoring_dcgm_exporter:slurm_job_mapping"),),
-        hosts=SLURM_HOSTS,
     ),
     Procedure(
         "upgrade:backup",
         "the accounting database dumped",
         (_play(UPGRADE, "The accounting database, dumped, then converted by the new slurmdbd", "slurm_upgrade:backup"),),
-        hosts=SLURM_HOSTS,
     ),
     Procedure(
         "upgrade:slurmdbd",
         "slurmdbd upgraded; it converts the database",
         (_play(UPGRADE, "The accounting database, dumped, then converted by the new slurmdbd", "slurm_upgrade:slurmdbd"),),
-        hosts=SLURM_HOSTS,
     ),
     Procedure(
         "upgrade:slurmctld-backups",
         "the backup controllers upgraded, not started",
         (_play(UPGRADE, "The backup controllers, upgraded (started once the primary answers)", "slurm_upgrade:slurmctld"),),
-        hosts=SLURM_HOSTS,
     ),
     Procedure(
         "upgrade:slurmctld",
         "the primary controller upgraded with its state",
         (_play(UPGRADE, "The primary controller, its state copied, upgraded and waited for with every job", "slurm_upgrade:slurmctld"),),
-        hosts=SLURM_HOSTS,
     ),
     Procedure(
         "upgrade:slurmctld-backups-started",
         "the backup controllers started",
         (_play(UPGRADE, "The backup controllers started", "slurm_upgrade:slurmctld_backups"),),
-        hosts=SLURM_HOSTS,
     ),
     Procedure(
         "upgrade:spank-controllers",
         "the SPANK plugins gpucluster builds (Pyxis), rebuilt against the new release on the controllers",
         (_play(UPGRADE, "The SPANK plugins gpucluster builds, rebuilt against the new release on the controllers", "pyxis_enroot"),),
-        hosts=SLURM_HOSTS,
     ),
     Procedure(
         "upgrade:slurmd",
         "every slurmd in batches",
         (_play(UPGRADE, "Every slurmd, in batches (cluster.slurm.upgrade.batch_size), each waited for", "slurm_upgrade:slurmd"),),
-        hosts=SLURM_HOSTS,
     ),
     # In each batch, between its packages and the restart of slurmd (which loads the plugins).
     Procedure(
         "upgrade:spank",
         "the SPANK plugins gpucluster builds (Pyxis), rebuilt against the new release before slurmd restarts",
         (_play(UPGRADE, "Every slurmd, in batches (cluster.slurm.upgrade.batch_size), each waited for", "pyxis_enroot"),),
-        hosts=SLURM_HOSTS,
     ),
     Procedure(
         "upgrade:slurmd-restart",
         "slurmd restarted on the new release, each node waited for",
         (_play(UPGRADE, "Every slurmd, in batches (cluster.slurm.upgrade.batch_size), each waited for", "slurm_upgrade:slurmd_restart"),),
-        hosts=SLURM_HOSTS,
     ),
     Procedure(
         "upgrade:login",
         "login hosts and clients",
         (_play(UPGRADE, "Login hosts and clients last", "slurm_upgrade:login"),),
-        hosts=SLURM_HOSTS,
     ),
     Procedure(
         "upgrade:spank-login",
         "the SPANK plugins gpucluster builds (Pyxis), rebuilt against the new release on the login hosts",
         (_play(UPGRADE, "The SPANK plugins gpucluster builds, rebuilt against the new release on the login hosts", "pyxis_enroot"),),
-        hosts=SLURM_HOSTS,
     ),
     Procedure(
         "upgrade:verify",
         "every daemon reports the new release",
         (_play(UPGRADE, "Every daemon reports the new release", "slurm_upgrade:verify"),),
-        hosts=SLURM_HOSTS,
     ),
 )  # fmt: skip
 

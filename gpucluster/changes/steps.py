@@ -231,8 +231,11 @@ def nodes_stop_and_empty(o: Ordering) -> None:
     """Nodes leaving a scheduler stop taking work and empty: moves, and nodes removed outright."""
     for move, carried in o.leaving:
         bound = wait_bound(o.old, partitions_of(o.old, move.hosts))
+        by = "nodes_leaving" if move.source == Owner.SLURM else None
         for action, text in leave_texts(move, o.new, bound=bound)[:2]:
-            o.steps.append(make_step(move.source, action, Update.MOVE, text, carried, move.hosts))
+            o.steps.append(
+                make_step(move.source, action, Update.MOVE, text, carried, move.hosts, procedure=by)
+            )
     for owner, removed, update, reason in (
         (Owner.SLURM, o.removed_slurm, effective(Update.NODE_LIST, o.release), "gpucluster: removed from the inventory"),
         (Owner.KUBERNETES, o.removed_kube, Update.KUBERNETES, None),
@@ -240,8 +243,9 @@ def nodes_stop_and_empty(o: Ordering) -> None:
         if removed:
             carried = [c for c in o.node_changes if set(c.hosts) & set(removed)]
             bound = wait_bound(o.old, partitions_of(o.old, removed))
+            by = "nodes_leaving" if owner == Owner.SLURM else None
             for action, text in leave_texts(Move(tuple(removed), owner, owner), o.new, reason, bound)[:2]:
-                o.steps.append(make_step(owner, action, update, text, carried, removed))
+                o.steps.append(make_step(owner, action, update, text, carried, removed, procedure=by))
 
 
 def procedures_before(o: Ordering) -> None:
@@ -338,11 +342,15 @@ def nodes_released(o: Ordering) -> None:
     removed from Kubernetes leave it (kubelet stopped and disabled, node objects deleted)."""
     for move, carried in o.leaving:
         for action, text in leave_texts(move, o.new)[2:]:
+            by = None
             if move.source == Owner.SLURM:
                 text = (
                     f"stop slurmd on {compress(move.hosts)}; the next step installs slurm.conf without them"
                 )
-            o.steps.append(make_step(move.source, action, Update.MOVE, text, carried, move.hosts))
+                by = "nodes_leaving"
+            o.steps.append(
+                make_step(move.source, action, Update.MOVE, text, carried, move.hosts, procedure=by)
+            )
     if o.removed_kube:
         removed = o.removed_kube
         carried = [c for c in o.node_changes if set(c.hosts) & set(removed)]

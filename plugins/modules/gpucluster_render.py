@@ -195,6 +195,7 @@ from ansible.module_utils.basic import AnsibleModule
 def classify(cluster: Any) -> dict[str, Any]:
     """Host roles straight from the model, so inventories need no Slurm-specific groups. Only
     hosts bare-metal Slurm owns run slurmd; with none, there is no bare-metal Slurm to install."""
+    from gpucluster.changes.apply import slurm_host_groups
     from gpucluster.changes.moves import MOVE_REASON
     from gpucluster.changes.procedures import releases_reading, state_filesystem_entry, switch_type
     from gpucluster.model.base import Owner
@@ -209,6 +210,8 @@ def classify(cluster: Any) -> dict[str, Any]:
     slurm = cluster.spec.slurm
     facts = cluster.release
     nodes = cluster.hosts_owned_by(Owner.SLURM)
+    # The groups `gpucluster apply` limits the playbooks to are these.
+    hosts = slurm_host_groups(cluster)
     # Instances made when Slurm needs them: no playbook reaches them (their image does the work).
     instances = set(cloud_hosts(cluster))
     groups = [g for g in power_groups(cluster) if g.hosts]
@@ -217,11 +220,11 @@ def classify(cluster: Any) -> dict[str, Any]:
     return {
         "cluster_name": slurm_cluster_name(cluster.spec),
         "slurm_user": slurm.slurm_user,
-        "controllers": list(slurm.controller) if nodes else [],
-        "dbd_hosts": [slurm.accounting.host] if slurm.accounting and nodes else [],
-        "compute_nodes": [h for h in nodes if h not in instances],
-        "login_nodes": list(slurm.login) if nodes else [],
-        "restd_hosts": [slurm.rest_api.host] if slurm.rest_api and nodes else [],
+        "controllers": hosts["slurm_controllers"],
+        "dbd_hosts": hosts["slurm_dbd_hosts"],
+        "compute_nodes": hosts["slurm_compute_nodes"],
+        "login_nodes": hosts["slurm_login_nodes"],
+        "restd_hosts": hosts["slurm_restd_hosts"],
         "rest_api": rest_api_settings(cluster) if nodes else None,
         "state_save_location": slurm.state_dir,
         "leave_reasons": {h: MOVE_REASON.format(target=o) for h, o in sorted(others.items())},

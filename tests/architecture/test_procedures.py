@@ -1,15 +1,18 @@
 """The procedure table (gpucluster.changes.playbooks) against playbooks/: every play it names exists
 and runs the role entry points it says, and every play of a playbook belongs to some procedure
-(a play that only imports another playbook belongs to that playbook's procedures)."""
+(a play that only imports another playbook belongs to that playbook's procedures); every group of
+hosts a procedure says it acts on (what `gpucluster apply` limits its playbook to) is a group one of
+its plays runs on."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from gpucluster.changes.playbooks import PROCEDURES, Play, Procedure
+from gpucluster.changes.playbooks import HOST_GROUPS, PROCEDURES, Play, Procedure
 
 ROOT = Path(__file__).resolve().parents[2]
 INCLUDES = ("ansible.builtin.include_role", "ansible.builtin.import_role")
@@ -109,3 +112,32 @@ def test_every_step_text_names_its_playbook_and_roles() -> None:
         "playbooks/slurm.yml (users): the Unix groups and users of hosts/users.yaml on every Slurm host"
     )
     assert PROCEDURES["storage"].roles == ("nfs_server", "shared_storage")
+
+
+def play_groups(path: Path) -> dict[str, set[str]]:
+    """Play name -> the groups of its `hosts:` pattern (`a:b:!c` gives a, b; a subscript stays)."""
+    found: dict[str, set[str]] = {}
+    for play in yaml.safe_load(path.read_text(encoding="utf-8")):
+        if "hosts" in play:
+            parts = re.split(r":(?![^\[]*\])", str(play["hosts"]))
+            found[play["name"]] = {p for p in parts if p and not p.startswith(("!", "&"))}
+    return found
+
+
+def host_problems(procedures: dict[str, Procedure]) -> list[str]:
+    found = []
+    groups = {str(p.relative_to(ROOT)): play_groups(p) for p in sorted((ROOT / "playbooks").glob("*.yml"))}
+    for procedure in procedures.values():
+        runs_on = set().union(*(groups.get(p.playbook, {}).get(p.name, set()) for p in procedure.plays))
+        for group in procedure.hosts:
+            if group not in HOST_GROUPS:
+                found.append(f"{procedure.key}: {group} is no group of HOST_GROUPS")
+            elif group not in runs_on:
+                found.append(f"{procedure.key}: none of its plays runs on {group}")
+    return found
+
+
+def test_every_group_a_procedure_acts_on_is_one_its_plays_run_on() -> None:
+    assert host_problems(PROCEDURES) == []
+    wrong = {"users": Procedure("users", "x", PROCEDURES["users"].plays, hosts=("gpu_mig_hosts",))}
+    assert host_problems(wrong) == ["users: none of its plays runs on gpu_mig_hosts"]

@@ -18,11 +18,12 @@ from hypothesis import HealthCheck, given, settings
 
 from gpucluster.changes.apply import ByHand, Run, apply_actions, from_step, host_groups, playbook_path
 from gpucluster.changes.plan import make_plan
-from gpucluster.changes.playbooks import HOST_GROUPS, PROCEDURES
+from gpucluster.changes.playbooks import PROCEDURES
 from gpucluster.changes.steps import route
 from gpucluster.layers import load_cluster
 from gpucluster.rendering import render_files
 from tests.conftest import REPO, InventoryFactory, run_cli
+from tests.unit.test_moves import lab_pair
 from tests.unit.test_plan import edited
 from tests.unit.test_plan_pairs import pairs, write
 
@@ -133,11 +134,6 @@ def test_a_change_that_ends_jobs_stops_to_empty_the_cluster_first(inventories: I
     assert isinstance(left[0], Run) and left[-1] == by_hand[-1]
 
 
-def test_every_procedure_names_groups_the_playbooks_build() -> None:
-    for procedure in PROCEDURES.values():
-        assert set(procedure.hosts) <= set(HOST_GROUPS), procedure.key
-
-
 def test_the_groups_are_those_of_the_rendered_files() -> None:
     cluster = load_cluster(REPO / "inventories" / "superpod")
     groups = host_groups(cluster, render_files(cluster))
@@ -237,3 +233,30 @@ def test_a_limit_restricts_the_groups_a_first_play_builds(tmp_path: Path) -> Non
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert '"msg": "on b"' in proc.stdout
     assert "on a" not in proc.stdout and "on c" not in proc.stdout
+
+
+def test_nodes_leaving_slurm_are_drained_by_the_playbook_and_kubectl_stops_apply(
+    inventories: InventoryFactory,
+) -> None:
+    """gpu04 from Slurm to Kubernetes: slurm_common drains it and waits for its jobs itself (the
+    procedure nodes_leaving: no stop), claiming it in Kubernetes is kubectl's (a stop, by hand);
+    the reverse move stops at kubectl cordon before anything runs."""
+    old_dir, new_dir = lab_pair(inventories)
+    actions = actions_of(old_dir, new_dir)
+    first = actions[0]
+    assert isinstance(first, Run) and first.playbook == "playbooks/slurm.yml", first
+    assert "gpu04" in first.hosts  # the moving node stays in the inventory
+    assert any(isinstance(a, ByHand) and "kubectl uncordon gpu04" in a.text for a in actions)
+    back = actions_of(new_dir, old_dir)
+    assert isinstance(back[0], Run) and back[0].playbook == "playbooks/kubernetes.yml"  # quotas lowered
+    assert isinstance(back[1], ByHand) and back[1].text == "kubectl cordon gpu04"
+
+
+def test_a_node_removed_is_left_out_of_the_limit(inventories: InventoryFactory) -> None:
+    old = edited(inventories, name="old")
+    new = edited(inventories, hosts_edits={"gpu[03:04]:": "gpu03:"}, name="new")
+    actions = actions_of(old, new)
+    assert all(isinstance(a, Run) for a in actions)
+    slurm = actions[0]
+    assert isinstance(slurm, Run) and slurm.playbook == "playbooks/slurm.yml" and slurm.steps[:2] == (1, 2)
+    assert "gpu04" not in slurm.hosts and "gpu03" in slurm.hosts

@@ -45,6 +45,11 @@ def test_bash_completes_commands_options_and_inventory_directories(bash_script: 
     assert "--json" in complete(bash_script, "gpucluster render --")
     assert complete(bash_script, "gpucluster validate inventories/su") == ["inventories/superpod"]
     assert complete(bash_script, "gpucluster completion ") == ["bash", "zsh"]
+    assert complete(bash_script, "gpucluster app") == ["apply"]
+    assert {"--yes", "--dry-run", "--from-step", "--inventory-dir"} <= set(
+        complete(bash_script, "gpucluster apply --")
+    )
+    assert complete(bash_script, "gpucluster apply inventories/su") == ["inventories/superpod"]
 
 
 def test_zsh_loads_its_script(tmp_path: Path) -> None:
