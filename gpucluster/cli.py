@@ -23,6 +23,7 @@ from gpucluster.errors import InventoryError
 from gpucluster.outputs import OUTPUT_PARTS
 
 if TYPE_CHECKING:
+    from gpucluster.changes.apply import ByHand, Run
     from gpucluster.model.cluster import Cluster
 
 PROG = "gpucluster"
@@ -206,7 +207,7 @@ def apply(args: argparse.Namespace) -> int:
             f"--inventory-dir {target} renders other files than {args.new}: the playbooks apply the "
             "inventory they run with, so it must be the one planned"
         )
-    actions = from_step(apply_actions(old, new, result, old_files, new_files), args.from_step)
+    actions = from_step(apply_actions(old, new, result, new_files), args.from_step)
     if not actions:
         out("apply: nothing to run")
         return 0
@@ -237,10 +238,11 @@ def _confirmed(args: argparse.Namespace) -> bool:
     return True
 
 
-def _run_actions(actions: Sequence[object], target: Path, args: argparse.Namespace) -> int:
+def _run_actions(actions: Sequence[Run | ByHand], target: Path, args: argparse.Namespace) -> int:
+    """Each run in turn with the virtualenv's ansible-playbook, its output as it comes."""
     import subprocess
 
-    from gpucluster.changes.apply import ByHand, Run, playbook_path
+    from gpucluster.changes.apply import ByHand, playbook_path
     from gpucluster.tools import ToolMissing, venv_env, venv_tool
 
     try:
@@ -255,14 +257,16 @@ def _run_actions(actions: Sequence[object], target: Path, args: argparse.Namespa
                 f"run `gpucluster apply {args.old} {args.new} --from-step {action.step + 1}`"
             )
             return 4
-        assert isinstance(action, Run)
-        command = action.argv(target, program, playbook_path(action.playbook))
-        out(f"apply: steps {', '.join(map(str, action.steps))}: {action.line(target)}")
-        proc = subprocess.run(command, env=venv_env(), check=False)
+        steps = ", ".join(map(str, action.steps))
+        out(f"apply: steps {steps}: {action.line(target)}")
+        sys.stdout.flush()  # before the playbook's own output
+        proc = subprocess.run(
+            action.argv(target, program, playbook_path(action.playbook)), env=venv_env(), check=False
+        )
         if proc.returncode != 0:
             err(
-                f"apply: step {action.steps[0]} failed: {action.playbook} exited {proc.returncode}; fix it, "
-                f"then run `gpucluster apply {args.old} {args.new} --from-step {action.steps[0]}`"
+                f"apply: the run of step(s) {steps} failed: {action.playbook} exited {proc.returncode}; fix "
+                f"it, then run `gpucluster apply {args.old} {args.new} --from-step {action.steps[0]}`"
             )
             return 1
     out("apply: done")

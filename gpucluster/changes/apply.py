@@ -108,14 +108,13 @@ def host_groups(cluster: Cluster, files: dict[str, str]) -> dict[str, list[str]]
 class _Inventories:
     old: Cluster
     new: Cluster
-    old_groups: dict[str, list[str]]
     new_groups: dict[str, list[str]]
     known: frozenset[str]  # every host of the new Ansible inventory
 
 
 def _reached(step: Step, plan: Plan, inv: _Inventories, group: list[str]) -> set[str]:
     """The hosts of `group` a per-host procedure's step changes: those its changes name (a node
-    type's hosts, the hosts of a change of hosts), those new to the group or of another node type."""
+    type's hosts, the hosts of a change of hosts), and those new or of another node type."""
     found: set[str] = set(step.hosts)
     by_path = {c.path: c for c in plan.changes}
     for path in step.changes:
@@ -170,14 +169,11 @@ def step_hosts(step: Step, procedure: Procedure, plan: Plan, inv: _Inventories) 
     return [CONTROLLER_HOST, *dict.fromkeys(ordered)]
 
 
-def apply_actions(
-    old: Cluster, new: Cluster, plan: Plan, old_files: dict[str, str], new_files: dict[str, str]
-) -> list[Run | ByHand]:
-    """The plan's steps as runs and steps by hand, in the plan's order."""
-    inv = _Inventories(
-        old, new, host_groups(old, old_files), host_groups(new, new_files),
-        frozenset(new.inventory.members("all")) | {CONTROLLER_HOST},
-    )  # fmt: skip
+def apply_actions(old: Cluster, new: Cluster, plan: Plan, new_files: dict[str, str]) -> list[Run | ByHand]:
+    """The plan's steps as runs and steps by hand, in the plan's order (`new_files`: what the new
+    inventory renders, which the playbooks group the hosts by)."""
+    known = frozenset(new.inventory.members("all")) | {CONTROLLER_HOST}
+    inv = _Inventories(old, new, host_groups(new, new_files), known)
     actions: list[Run | ByHand] = []
     for number, step in enumerate(plan.steps, 1):
         if step.procedure is None:

@@ -33,7 +33,7 @@ PAIRS = int(os.environ.get("GPUCLUSTER_APPLY_PAIRS", "60"))
 def actions_of(old_dir: Path, new_dir: Path) -> list[Run | ByHand]:
     old, new = load_cluster(old_dir), load_cluster(new_dir)
     old_files, new_files = render_files(old), render_files(new)
-    return apply_actions(old, new, make_plan(old, new, old_files, new_files), old_files, new_files)
+    return apply_actions(old, new, make_plan(old, new, old_files, new_files), new_files)
 
 
 def lab_change(inventories: InventoryFactory, edits: dict[str, str]) -> list[Run | ByHand]:
@@ -152,7 +152,7 @@ def test_every_changed_file_is_installed_by_a_run_on_hosts_of_the_inventory(
     old, new = load_cluster(old_dir), load_cluster(new_dir)
     old_files, new_files = render_files(old), render_files(new)
     plan = make_plan(old, new, old_files, new_files)
-    actions = apply_actions(old, new, plan, old_files, new_files)
+    actions = apply_actions(old, new, plan, new_files)
     known = {"localhost", *new.inventory.members("all")}
     ran = {n for a in actions if isinstance(a, Run) for n in a.steps}
     for action in actions:
@@ -260,3 +260,19 @@ def test_a_node_removed_is_left_out_of_the_limit(inventories: InventoryFactory) 
     slurm = actions[0]
     assert isinstance(slurm, Run) and slurm.playbook == "playbooks/slurm.yml" and slurm.steps[:2] == (1, 2)
     assert "gpu04" not in slurm.hosts and "gpu03" in slurm.hosts
+
+
+def test_a_step_by_hand_first_stops_apply_before_any_run(inventories: InventoryFactory) -> None:
+    """A change that ends jobs: the cluster is emptied by hand first, so `--yes` runs nothing and
+    exits 4 with the step's text and the way to go on."""
+    old = edited(inventories, name="old")
+    new = edited(
+        inventories,
+        {"    login: [login01]\n": "    login: [login01]\n    extra: {SwitchType: switch/nvidia_imex}\n"},
+        name="new",
+    )
+    proc = run_cli("apply", "--yes", str(old), str(new))
+    assert proc.returncode == 4, proc.stdout + proc.stderr
+    assert "apply: stopped before step 1, which is done by hand: by hand: scontrol update" in proc.stderr
+    assert f"gpucluster apply {old} {new} --from-step 2" in proc.stderr
+    assert "apply: steps" not in proc.stdout  # no run started (the list of runs is indented)
