@@ -98,7 +98,9 @@ def test_mps_with_the_sites_own_daemons_writes_no_hook(inventories: InventoryFac
 def test_shards_slurm_spreads_itself_compare_equal(tmp_path: Path) -> None:
     """gres.conf without a shard line: slurmd spreads slurm.conf's count over the GPUs, as the
     rendered line over its File= GPUs does (a real site's shape)."""
-    etc = site(tmp_path, "shard", "gpu:rtx:4,shard:96", "AutoDetect=nvml\nName=gpu Type=rtx File=/dev/nvidia[0-3]\n")
+    etc = site(
+        tmp_path, "shard", "gpu:rtx:4,shard:96", "AutoDetect=nvml\nName=gpu Type=rtx File=/dev/nvidia[0-3]\n"
+    )
     cluster, problems_found, differences = imported(etc, tmp_path / "out")
     assert problems_found == [] and differences == [], (problems_found, differences)
     (node_type,) = cluster["node_types"].values()
