@@ -96,6 +96,14 @@ def _check_hosts(r: Resolution, resolved: ResolvedPool, serving: dict[str, str])
                 "node's power-down is its loan to Kubernetes; remove `power` there or take the host "
                 "out of the pool",
             )
+    for node_type, host in types.items():
+        known = r.spec.node_types.get(node_type)
+        if known is not None and known.gpus is None:
+            r.fail(
+                where,
+                f"host `{host}` is of node type `{node_type}`, which has no GPUs: a pool lends GPU "
+                "nodes (Kueue admits their GPUs); take its hosts out of the pool",
+            )
     if len(types) > 1:
         listed = ", ".join(f"`{t}` ({h})" for t, h in sorted(types.items()))
         r.fail(

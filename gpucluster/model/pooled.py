@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from gpucluster.model.cluster import Cluster, sort_hosts
 from gpucluster.model.pools import SharedPool
+from gpucluster.pool.policy import PoolSettings
 
 
 @dataclass(frozen=True)
@@ -56,3 +57,20 @@ def move_gate_level(cluster: Cluster, pool: SharedPool) -> str:
         return pool.gate_level
     gate = cluster.spec.gate
     return "none" if gate is None else gate.levels.move
+
+
+def policy_settings(cluster: Cluster, resolved: ResolvedPool) -> PoolSettings:
+    """What the balancer's policy decides with for one pool (its GPUs per node from the node type
+    of its hosts, which the checks require to be one)."""
+    pool = resolved.pool
+    types = [cluster.node_type_of[h] for h in resolved.hosts if h in cluster.node_type_of]
+    gpus = cluster.spec.node_types[types[0]].gpus if types else None
+    return PoolSettings(
+        gpus_per_node=gpus.count if gpus is not None else 0,
+        slurm_min_nodes=pool.slurm_min_nodes,
+        kubernetes_min_nodes=pool.kubernetes_min_nodes,
+        lend_after_seconds=pool.lend_after_seconds,
+        min_idle_seconds=pool.min_idle_seconds,
+        min_lent_seconds=pool.min_lent_seconds,
+        evict_pods=pool.evict_pods,
+    )

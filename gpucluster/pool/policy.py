@@ -69,6 +69,7 @@ class PoolSettings:
     lend_after_seconds: int = 300
     min_idle_seconds: int = 300
     min_lent_seconds: int = 3600
+    evict_pods: bool = False  # a return may evict the pods that outlast the drain bound
 
 
 @dataclass(frozen=True)
@@ -168,8 +169,14 @@ def _holds(nodes: list[PoolNode], demand: Demand, settings: PoolSettings, now: f
     slurm_wants -= sum(1 for n in nodes if n.state == SlurmState.RETURNING)
     # Below Slurm's minimum (raised in the inventory): its nodes come back as soon as they may.
     slurm_wants = max(slurm_wants, settings.slurm_min_nodes - len(_slurm_side(nodes)))
+    # A node whose pods may not be evicted returns only once empty: releasing it while they run
+    # would only cordon it and have its return refused at the drain bound.
     ripe = sorted(
-        (n for n in lent if now - n.since >= settings.min_lent_seconds),
+        (
+            n
+            for n in lent
+            if now - n.since >= settings.min_lent_seconds and (n.pods == 0 or settings.evict_pods)
+        ),
         key=lambda n: (n.pods, n.since, n.name),
     )
     # Release only what Slurm waits for: a released node is one Kueue's quota may lose at any time.
@@ -190,6 +197,8 @@ def _hold_reason(node: PoolNode, settings: PoolSettings, now: float, room: int, 
     lent_for = now - node.since
     if lent_for < settings.min_lent_seconds:
         return f"lent {lent_for:.0f} s, under min_lent_seconds {settings.min_lent_seconds}"
+    if node.pods and not settings.evict_pods:
+        return f"runs {node.pods} GPU pod(s), never evicted (evict_pods false)"
     if room <= 0:
         return f"Kubernetes keeps kubernetes_min_nodes {settings.kubernetes_min_nodes}"
     if slurm_wants <= 0:

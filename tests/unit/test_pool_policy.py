@@ -71,9 +71,15 @@ def test_a_lent_node_is_held_until_its_minimum_time_and_released_when_slurm_wait
     assert acted(decisions, Action.RELEASE) == ["n4"]
     hold = next(d for d in decisions if d.action == Action.HOLD)
     assert hold.reason == "lent 600 s, under min_lent_seconds 3600"
-    # Slurm waiting for three: both ripe ones; with Kubernetes keeping two, only the empty one.
-    assert acted(decide(nodes, Demand(0, None, 3), POOL, NOW), Action.RELEASE) == ["n3", "n4"]
-    keeps_two = replace(POOL, kubernetes_min_nodes=2)
+    # Slurm waiting for three: n3 runs a pod that may not be evicted; where it may, both ripe ones.
+    decisions = decide(nodes, Demand(0, None, 3), POOL, NOW)
+    assert acted(decisions, Action.RELEASE) == ["n4"]
+    unheld = [replace(n, held=False) for n in nodes]
+    reasons = {d.node: d.reason for d in decide(unheld, Demand(0, None, 3), POOL, NOW)}
+    assert reasons["n3"] == "runs 1 GPU pod(s), never evicted (evict_pods false)"
+    evicting = replace(POOL, evict_pods=True)
+    assert acted(decide(nodes, Demand(0, None, 3), evicting, NOW), Action.RELEASE) == ["n3", "n4"]
+    keeps_two = replace(evicting, kubernetes_min_nodes=2)
     assert acted(decide(nodes, Demand(0, None, 3), keeps_two, NOW), Action.RELEASE) == ["n4"]
 
 
@@ -111,6 +117,7 @@ def pools(draw: st.DrawFn) -> tuple[list[PoolNode], Demand, PoolSettings]:
         lend_after_seconds=draw(st.integers(0, 3600)),
         min_idle_seconds=draw(st.integers(0, 3600)),
         min_lent_seconds=draw(st.integers(0, 14400)),
+        evict_pods=draw(st.booleans()),
     )
     pending = draw(st.integers(0, 200))
     since = draw(st.none() | st.floats(NOW - 20000, NOW))
@@ -137,9 +144,9 @@ def test_decisions_never_cross_the_pool_s_bounds(case: tuple[list[PoolNode], Dem
     below_min = kubernetes_side < pool.kubernetes_min_nodes
     if not below_min:
         # Demand-driven lends: only after the hysteresis, of rested nodes, no more than needed.
-        if lent:
-            assert demand.kubernetes_pending_since is not None
-            assert NOW - demand.kubernetes_pending_since >= pool.lend_after_seconds
+        if lent:  # pending with no start known counts as pending since now
+            since = demand.kubernetes_pending_since
+            assert (0 if since is None else NOW - since) >= pool.lend_after_seconds
         for name in lent:
             assert name is not None and NOW - by_name[name].since >= pool.min_idle_seconds
         needed = -(-demand.kubernetes_pending_gpus // pool.gpus_per_node)
@@ -149,6 +156,7 @@ def test_decisions_never_cross_the_pool_s_bounds(case: tuple[list[PoolNode], Dem
     for name in released:
         assert name is not None and by_name[name].state == SlurmState.LENT
         assert NOW - by_name[name].since >= pool.min_lent_seconds
+        assert by_name[name].pods == 0 or pool.evict_pods  # else its return would be refused
     free_after = {n.name for n in nodes if n.state == SlurmState.LENT and not n.held} | set(released)
     free_after -= {d.node for d in decisions if d.action == Action.HOLD}
     if free_after:

@@ -7,13 +7,17 @@ same exploration over a table with two steps swapped finds the instant the table
 
 from __future__ import annotations
 
+import ast
+import sys
 from collections import deque
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import gpucluster.pool
 from gpucluster.pool.steps import (
     AT_KUBERNETES,
     AT_SLURM,
@@ -173,3 +177,21 @@ def test_long_random_interleavings_keep_one_owner(
             break
         _, run = options[choice % len(options)]
         assert run.state.one_owner, run
+
+
+def test_the_pool_modules_need_only_the_standard_library() -> None:
+    """They ship to the controllers beside the programs, where gpucluster is not installed."""
+    folder = Path(gpucluster.pool.__file__).parent
+    for path in folder.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            for name in names:
+                top = name.split(".")[0]
+                allowed = (
+                    top in sys.stdlib_module_names
+                    or top == "__future__"
+                    or name.startswith("gpucluster.pool")
+                )
+                assert allowed, f"{path.name} imports {name}"

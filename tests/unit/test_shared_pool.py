@@ -18,7 +18,8 @@ from gpucluster.errors import InventoryError
 from gpucluster.k8s.pools import pool_flavor
 from gpucluster.layers import load_cluster
 from gpucluster.model.base import Owner
-from gpucluster.model.pooled import move_gate_level, pool_of, resolved_pools
+from gpucluster.model.pooled import move_gate_level, policy_settings, pool_of, resolved_pools
+from gpucluster.pool.policy import PoolSettings
 from tests.conftest import SMALL_CLUSTER, SMALL_HOSTS, InventoryFactory, run_cli
 
 BASE = yaml.safe_load(textwrap.dedent(SMALL_CLUSTER))
@@ -78,6 +79,11 @@ def test_a_valid_pool_resolves_to_its_hosts_flavor_and_gate_level(inventories: I
     assert move_gate_level(cluster, resolved.pool) == "none"  # no cluster.gate: no burn-in
     pool_defaults = resolved.pool
     assert (pool_defaults.evict_pods, pool_defaults.min_lent_seconds) == (False, 3600)
+    # What the balancer's policy decides with: the node type's GPUs, the pool's bounds and timers.
+    assert policy_settings(cluster, resolved) == PoolSettings(
+        gpus_per_node=8, slurm_min_nodes=1, kubernetes_min_nodes=0, lend_after_seconds=300,
+        min_idle_seconds=300, min_lent_seconds=3600, evict_pods=False,
+    )  # fmt: skip
 
 
 def with_gate(c: dict[str, Any]) -> None:
@@ -140,6 +146,12 @@ REFUSALS: list[tuple[str, Callable[[dict[str, Any]], object], str, str]] = [
         lambda c: pool(c).update(hosts=["rack2", "head"]),
         "cluster.shared_pools[0].hosts",
         "host `head` has no node type: add its group to cluster.nodes with `owner: slurm`",
+    ),
+    (
+        "a pool of nodes without GPUs",
+        lambda c: c["node_types"]["h100"].pop("gpus"),
+        "cluster.shared_pools[0].hosts",
+        "host `n05` is of node type `h100`, which has no GPUs: a pool lends GPU nodes",
     ),
     (
         "a name not in hosts.yml",
