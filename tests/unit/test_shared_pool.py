@@ -14,10 +14,11 @@ from typing import Any
 import pytest
 import yaml
 
+from gpucluster.changes.plan import plan
 from gpucluster.errors import InventoryError
 from gpucluster.k8s.pools import pool_flavor
 from gpucluster.layers import load_cluster
-from gpucluster.model.base import Owner
+from gpucluster.model.base import Owner, Update
 from gpucluster.model.pooled import move_gate_level, policy_settings, pool_of, resolved_pools
 from gpucluster.pool.policy import PoolSettings
 from tests.conftest import SMALL_CLUSTER, SMALL_HOSTS, InventoryFactory, run_cli
@@ -48,12 +49,14 @@ def _pooled(c: dict[str, Any]) -> None:
     ]
 
 
-def write(inventories: InventoryFactory, *mutations: Callable[[dict[str, Any]], object]) -> Path:
+def write(
+    inventories: InventoryFactory, *mutations: Callable[[dict[str, Any]], object], name: str = "inv"
+) -> Path:
     data = copy.deepcopy(BASE)
     _pooled(data["cluster"])
     for mutate in mutations:
         mutate(data["cluster"])
-    return inventories.make(SMALL_HOSTS, yaml.safe_dump(data, sort_keys=False))
+    return inventories.make(SMALL_HOSTS, yaml.safe_dump(data, sort_keys=False), name=name)
 
 
 def problems_of(directory: Path) -> list[str]:
@@ -243,3 +246,18 @@ def test_the_command_line_names_file_line_and_key_and_exits_2(inventories: Inven
     lines = (directory / "group_vars" / "all" / "cluster.yml").read_text().splitlines()
     line = next(n for n, text_line in enumerate(lines, 1) if "slurm_min_nodes: 5" in text_line)
     assert f"cluster.yml:{line}: cluster.shared_pools[0].slurm_min_nodes: slurm_min_nodes 5" in text, text
+
+
+def test_plan_names_each_pool_change_with_what_it_requires(inventories: InventoryFactory) -> None:
+    """Pools compared by name, their hosts as hosts: a bound is the balancer's setting (its service
+    restarted), a pool added or its hosts changed moves nodes under the pool."""
+    old = load_cluster(write(inventories))
+    bound = load_cluster(write(inventories, lambda c: pool(c).update(slurm_min_nodes=2), name="bound"))
+    changes = [(c.path, c.update) for c in plan(old, bound)]
+    assert changes == [("cluster.shared_pools.flex.slurm_min_nodes", Update.SERVICE)]
+    fewer = load_cluster(write(inventories, lambda c: pool(c).update(hosts=["n05", "n06"]), name="fewer"))
+    assert [(c.path, c.update, c.new) for c in plan(old, fewer)] == [
+        ("cluster.shared_pools.flex.hosts", Update.MOVE, ["n05", "n06"])
+    ]
+    none = load_cluster(write(inventories, lambda c: c.pop("shared_pools"), name="none"))
+    assert [(c.path, c.update) for c in plan(none, old)] == [("cluster.shared_pools.flex", Update.MOVE)]
