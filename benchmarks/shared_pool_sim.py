@@ -38,7 +38,7 @@ TICK = 60  # seconds per simulation step (the balancer's period)
 GPUS = 8
 LEND_SECONDS = 20 * 60  # power down, stop slurmd, standard burn-in, untaint
 RETURN_SECONDS = 25 * 60  # cordon, start slurmd, standard burn-in, resume
-SUSPEND_TIME = 1800  # gpucluster's default SuspendTime for power-saved GPU nodes
+SUSPEND_TIME = 1800  # gpucluster's default SuspendTime for power-saved GPU nodes (--suspend-time)
 POD_DRAIN = 600
 
 
@@ -97,6 +97,7 @@ class Fleet:
     nodes: list[Node]
     static_kubernetes: int  # nodes Kubernetes owns outright (a static split)
     pool: PoolSettings | None
+    suspend_time: float = SUSPEND_TIME  # Slurm lends a pool node idle this long, demand or not
     queue: list[Job] = field(default_factory=list)
     done: list[Job] = field(default_factory=list)
     replicas: int = 0  # running on static Kubernetes nodes
@@ -187,7 +188,7 @@ def balance(fleet: Fleet, now: float) -> None:
         if (
             suspendable > 0
             and node.state == SlurmState.IDLE
-            and now - node.since >= SUSPEND_TIME
+            and now - node.since >= fleet.suspend_time
             and not fleet.queue
         ):
             lend(fleet, node, now)
@@ -229,9 +230,10 @@ def simulate(
     kubernetes_nodes: int,
     pool: PoolSettings | None,
     days: int,
+    suspend_time: float = SUSPEND_TIME,
 ) -> Fleet:
     nodes = [Node(f"n{i:03d}", SlurmState.IDLE, 0.0) for i in range(slurm_nodes)]
-    fleet = Fleet(nodes, kubernetes_nodes, pool)
+    fleet = Fleet(nodes, kubernetes_nodes, pool, suspend_time)
     arrivals = [Job(j.submit, j.nodes, j.seconds) for j in jobs]
     for step in range(days * 86400 // TICK):
         now = float(step * TICK)
@@ -268,6 +270,12 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--nodes", type=int, default=32)
     parser.add_argument("--days", type=int, default=7)
+    parser.add_argument(
+        "--suspend-time",
+        type=int,
+        default=SUSPEND_TIME,
+        help="seconds idle before Slurm lends a pool node unasked",
+    )
     args = parser.parse_args()
     rng = random.Random(args.seed)
     jobs, replicas = slurm_jobs(rng, args.days), serving_replicas(rng, args.days)
@@ -289,8 +297,11 @@ def main() -> None:
         print(row(f"static {args.nodes - kube} Slurm / {kube} Kubernetes", fleet, args.days))
     for kube_min in (2, 8):
         pool = PoolSettings(gpus_per_node=GPUS, slurm_min_nodes=4, kubernetes_min_nodes=kube_min)
-        fleet = simulate(jobs, replicas, args.nodes, 0, pool, args.days)
-        print(row(f"pool of {args.nodes} (mins 4 Slurm / {kube_min} Kubernetes)", fleet, args.days))
+        fleet = simulate(jobs, replicas, args.nodes, 0, pool, args.days, args.suspend_time)
+        name = (
+            f"pool of {args.nodes} (mins 4 Slurm / {kube_min} Kubernetes, SuspendTime {args.suspend_time} s)"
+        )
+        print(row(name, fleet, args.days))
 
 
 if __name__ == "__main__":
