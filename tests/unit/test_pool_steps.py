@@ -195,3 +195,35 @@ def test_the_pool_modules_need_only_the_standard_library() -> None:
                     or name.startswith("gpucluster.pool")
                 )
                 assert allowed, f"{path.name} imports {name}"
+
+
+def cycle_events(run: Run, evict: bool) -> list[tuple[str, Run]]:
+    """As `events`, and once a procedure ends the next begins on the same node: a lend finished, a
+    return may start; a return finished, a lend; a return given up, a return again later."""
+    found = events(run, steps_of(run.procedure), evict)
+    if run.undone:
+        found.append((f"{run.procedure} again", Run(run.procedure, 0, run.state)))
+    elif run.position == len(steps_of(run.procedure)):
+        other = Procedure.RETURN if run.procedure == Procedure.LEND else Procedure.LEND
+        found.append((f"{other} begins", Run(other, 0, run.state)))
+    return found
+
+
+@pytest.mark.parametrize("evict", [False, True], ids=["pods never evicted", "pods evicted"])
+def test_moves_back_and_forth_keep_one_owner(evict: bool) -> None:
+    """Every interleaving of lend, return, lend, ... (returns given up and retried) with work
+    arriving and ending on both sides: no reachable state has two owners."""
+    roots = [Run(Procedure.LEND, 0, replace(AT_SLURM, jobs=w)) for w in range(MOST + 1)]
+    seen = set(roots)
+    queue = deque(roots)
+    happened: set[str] = set()
+    while queue:
+        run = queue.popleft()
+        assert run.state.one_owner, run
+        for name, after in cycle_events(run, evict):
+            happened.add(name)
+            if after not in seen:
+                seen.add(after)
+                queue.append(after)
+    assert {"return begins", "lend begins"} <= happened
+    assert ("return again" in happened) == (not evict)
