@@ -26,6 +26,14 @@ def check_pools(r: Resolution) -> None:
                 f"pool `{pool.name}` is already cluster.shared_pools[{names[pool.name]}]: give each pool its own name",
             )
         names.setdefault(pool.name, index)
+        queues = pool.kubernetes.cluster_queues
+        for place, queue in enumerate(queues):
+            if queue in queues[:place]:
+                r.fail(
+                    ["shared_pools", index, "kubernetes", "cluster_queues", place],
+                    f"ClusterQueue `{queue}` is named twice: its quota would grow twice for one node; "
+                    "name it once",
+                )
         for place, name in enumerate(pool.hosts):
             for host in r.hosts_of(name, ["shared_pools", index, "hosts", place]) or []:
                 first = taken.setdefault(host, pool.name)

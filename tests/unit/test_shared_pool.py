@@ -189,6 +189,12 @@ REFUSALS: list[tuple[str, Callable[[dict[str, Any]], object], str, str]] = [
         "unknown ClusterQueue `team-b`: gpucluster makes one per leaf tenant with a Kubernetes share (team-a)",
     ),
     (
+        "a ClusterQueue named twice",
+        lambda c: pool(c)["kubernetes"].update(cluster_queues=["team-a", "team-a"]),
+        "cluster.shared_pools[0].kubernetes.cluster_queues[1]",
+        "ClusterQueue `team-a` is named twice: its quota would grow twice for one node",
+    ),
+    (
         "an unknown flavor",
         lambda c: pool(c)["kubernetes"].update(flavor="a100"),
         "cluster.shared_pools[0].kubernetes.flavor",
