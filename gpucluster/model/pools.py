@@ -29,6 +29,10 @@ SHARED_POOLS_DOC = (
 )
 
 
+# Bounds and timers are the balancer's settings; until the balancer and the pool's power programs
+# exist (issue 42's next slice) nothing reads them on a live cluster, so a change only re-renders.
+
+
 class PoolKubernetes(Strict):
     """Where a lent node's GPUs go in Kubernetes: the Kueue flavor its pods are admitted on and
     the ClusterQueues whose quota grows while it is lent (and shrinks before it returns)."""
@@ -37,7 +41,7 @@ class PoolKubernetes(Strict):
         "Kueue ResourceFlavor a lent node's GPUs are admitted on. Default: the flavor gpucluster "
         "makes for the pool's node type (its name, lowercase with `-`). With "
         "`kubernetes.kueue.enabled` it must be that one; with the site's own Kueue, the site's name.",
-        Update.SERVICE,
+        Update.RENDER_ONLY,
         default=None,
     )
     cluster_queues: list[Annotated[str, Field(pattern=KUEUE_NAME_RE)]] = spec(
@@ -46,7 +50,7 @@ class PoolKubernetes(Strict):
         "against GPUs about to leave). gpucluster makes one ClusterQueue per leaf tenant with a "
         "Kubernetes share, named after it: these are the tenants whose quotas grow and shrink. A "
         "lent node's GPUs are split among them in proportion to their fair-share.",
-        Update.SERVICE,
+        Update.RENDER_ONLY,
         min_length=1,
     )
 
@@ -55,7 +59,7 @@ class SharedPool(Strict):
     """One pool: its hosts, each side's minimum, the Kubernetes side it lends to, and its timers."""
 
     name: Annotated[str, Field(pattern=POOL_NAME_RE)] = spec(
-        "Name of the pool (in the balancer's log, metrics and `gpucluster show`).", Update.SERVICE
+        "Name of the pool (in the balancer's log, metrics and `gpucluster show`).", Update.RENDER_ONLY
     )
     hosts: list[str] = spec(
         "Groups or hosts of hosts.yml whose nodes the pool lends. Each is Slurm's at home (its "
@@ -67,47 +71,47 @@ class SharedPool(Strict):
     )
     slurm_min_nodes: Annotated[int, Field(ge=0, le=100000)] = spec(
         "Nodes Slurm always keeps: never lent, whatever Kubernetes waits for.",
-        Update.SERVICE,
+        Update.RENDER_ONLY,
         default=0,
     )
     kubernetes_min_nodes: Annotated[int, Field(ge=0, le=100000)] = spec(
         "Nodes Kubernetes always keeps: never taken back, whatever Slurm waits for.",
-        Update.SERVICE,
+        Update.RENDER_ONLY,
         default=0,
     )
     kubernetes: PoolKubernetes = spec(
-        "The Kubernetes side the pool lends to (Kueue flavor and ClusterQueues).", Update.SERVICE
+        "The Kubernetes side the pool lends to (Kueue flavor and ClusterQueues).", Update.RENDER_ONLY
     )
     lend_after_seconds: Annotated[int, Field(ge=0, le=86400)] = spec(
         "Seconds a Kubernetes workload of the flavor must pend before the balancer powers an idle "
         "Slurm node down early for it (hysteresis: a burst that Kueue admits within this time moves "
         "nothing). Slurm's own SuspendTime still lends a node idle that long without demand.",
-        Update.SERVICE,
+        Update.RENDER_ONLY,
         default=300,
     )
     min_idle_seconds: Annotated[int, Field(ge=0, le=86400)] = spec(
         "Seconds a Slurm node must have been idle before the balancer lends it early (a node whose "
         "job just ended is likely wanted again soon).",
-        Update.SERVICE,
+        Update.RENDER_ONLY,
         default=300,
     )
     min_lent_seconds: Annotated[int, Field(ge=0, le=604800)] = spec(
         "Seconds a node stays lent at least before Slurm may take it back (a move costs a burn-in "
         "and the pods' restart: fewer, longer loans).",
-        Update.SERVICE,
+        Update.RENDER_ONLY,
         default=3600,
     )
     pod_drain_seconds: Annotated[int, Field(ge=0, le=86400)] = spec(
         "Seconds to wait for a lent node's GPU pods to end once it is cordoned for its return. Past "
         "it the return is refused (the node stays lent, uncordoned, and Slurm picks another), "
         "unless `evict_pods`.",
-        Update.SERVICE,
+        Update.RENDER_ONLY,
         default=600,
     )
     evict_pods: StrictBool = spec(
         "Evict the pods still running after `pod_drain_seconds` (through the Eviction API: "
         "PodDisruptionBudgets hold). Default never: a lent node returns only once empty.",
-        Update.SERVICE,
+        Update.RENDER_ONLY,
         default=False,
     )
     gate_level: TriggerLevel | None = spec(

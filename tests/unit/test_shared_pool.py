@@ -255,12 +255,12 @@ def test_the_command_line_names_file_line_and_key_and_exits_2(inventories: Inven
 
 
 def test_plan_names_each_pool_change_with_what_it_requires(inventories: InventoryFactory) -> None:
-    """Pools compared by name, their hosts as hosts: a bound is the balancer's setting (its service
-    restarted), a pool added or its hosts changed moves nodes under the pool."""
+    """Pools compared by name, their hosts as hosts: a bound is the balancer's setting (nothing on a
+    live cluster reads it yet: re-rendered only), a pool added or its hosts changed moves nodes."""
     old = load_cluster(write(inventories))
     bound = load_cluster(write(inventories, lambda c: pool(c).update(slurm_min_nodes=2), name="bound"))
     changes = [(c.path, c.update) for c in plan(old, bound)]
-    assert changes == [("cluster.shared_pools.flex.slurm_min_nodes", Update.SERVICE)]
+    assert changes == [("cluster.shared_pools.flex.slurm_min_nodes", Update.RENDER_ONLY)]
     fewer = load_cluster(write(inventories, lambda c: pool(c).update(hosts=["n05", "n06"]), name="fewer"))
     assert [(c.path, c.update, c.new) for c in plan(old, fewer)] == [
         ("cluster.shared_pools.flex.hosts", Update.MOVE, ["n05", "n06"])
