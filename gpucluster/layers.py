@@ -30,6 +30,7 @@ from gpucluster.checks.fabric import (
 )
 from gpucluster.checks.hosts import check_addresses, check_controllers, check_gpu_devices, check_roles
 from gpucluster.checks.partitions import check_default_partition, check_partitioned, partition_warnings
+from gpucluster.checks.pools import check_pools
 from gpucluster.checks.power import check_power, check_power_release
 from gpucluster.checks.sharing import check_gpu_sharing, check_tenant_units
 from gpucluster.checks.storage import check_storage
@@ -141,6 +142,7 @@ CHECKS: tuple[Check, ...] = (
     Check("power-saved nodes: BMCs, clouds, ResumeTimeout", check_power),
     Check("power saving: keys of the release", check_power_release),
     Check("the return-to-service gate", slurm.check_gate),
+    Check("shared pools: hosts, owners, bounds", check_pools),
     Check("Slurm: keys of the release", slurm.check_release_keys),
     Check("Slurm: node and partition options", slurm.check_options),
     Check("Slurm: values Slurm reads back", slurm.check_values),
@@ -149,6 +151,11 @@ CHECKS: tuple[Check, ...] = (
     Check("shared storage: mounts and their hosts", check_storage),
     Check("Slurm: the controllers' shared state", slurm.check_state_save),  # reads storage_hosts
     Check("Kubernetes", _layer_check("gpucluster.k8s.checks:check_kubernetes"), "kubernetes"),
+    Check(
+        "shared pools: Kueue flavor and queues",
+        _layer_check("gpucluster.k8s.pools:check_pool_kueue"),
+        "kubernetes",
+    ),
     # After Kubernetes: the cloud checks read the Kubernetes section (who owns the GPU driver).
     Check("cloud", _layer_check("gpucluster.cloud.guardrails:check_cloud"), "cloud"),
     Check("monitoring", _layer_check("gpucluster.monitoring.checks:check_monitoring"), "monitoring"),

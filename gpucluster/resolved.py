@@ -14,11 +14,12 @@ from typing import Any
 
 from gpucluster.model.base import Owner
 from gpucluster.model.cluster import Cluster, block_topologies, default_topology
+from gpucluster.model.pooled import resolved_pools
 from gpucluster.model.spec import FLAT_TOPOLOGY, TREE_TOPOLOGY
 from gpucluster.slurm.accounts import fair_shares
 
 # Lists of the spec compared by name, and the key of each entry's name.
-NAMED = ("partitions", "qos", "groups", "users", "storage")
+NAMED = ("partitions", "qos", "groups", "users", "storage", "shared_pools")
 
 
 def _by_name(items: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -88,6 +89,8 @@ def resolved_view(cluster: Cluster) -> dict[str, Any]:
         partition["nodes"] = list(cluster.partitions.get(name, []))
     for name, fs in data["storage"].items():
         fs["hosts"] = list(cluster.storage_hosts.get(name, []))
+    for resolved in resolved_pools(cluster):  # as hosts: a group renamed is no change
+        data["shared_pools"][resolved.pool.name]["hosts"] = list(resolved.hosts)
     fabric = data["fabric"]
     del fabric["tree"]  # as `switches`
     fabric["blocks"] = {name: list(hosts) for name, hosts in sorted(cluster.blocks.items())}

@@ -84,6 +84,8 @@ REACH: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("cluster.kubernetes", KUBE),
     ("cluster.monitoring", ("slurm/slurm.conf", *MON)),
     ("cluster.cloud", ()),
+    # Nothing is rendered for a pool yet (issue 42: its programs and balancer come next).
+    ("cluster.shared_pools", ()),
     ("hosts", ("*",)),
     ("tenants.*.slurm.*", ("slurm/accounts.yaml",)),
     ("tenants.*.slurm", ("slurm/accounts.yaml",)),

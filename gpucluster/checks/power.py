@@ -14,7 +14,7 @@ from gpucluster.resolve import Resolution
 STACK_TEMPLATES = ("aws", "gcp")
 
 
-def _serving_hosts(r: Resolution) -> dict[str, str]:
+def serving_hosts(r: Resolution) -> dict[str, str]:
     """Hosts the cluster needs up all the time -> what they serve."""
     slurm = r.spec.slurm
     serving = {host: "a Slurm controller" for host in slurm.controller}
@@ -42,7 +42,7 @@ def check_power(r: Resolution) -> None:
                     f"cluster.nodes[{groups[0].index}].power makes gpucluster's programs Slurm's "
                     "power programs: remove the site's here (one program drives each action)",
                 )
-    serving = _serving_hosts(r)
+    serving = serving_hosts(r)
     for group in groups:
         _check_group(r, group, serving)
     _check_resume_timeouts(r, groups)

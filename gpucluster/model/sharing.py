@@ -274,6 +274,14 @@ class GpuSharing(Strict):
         Update.RESTART,
         default=None,
     )
+    mps_daemon: Literal["gpucluster", "site"] = spec(
+        "Who starts the MPS control daemons: `gpucluster` (gpucluster-mps as Prolog, Epilog and "
+        "TaskProlog, a daemon per GPU and tenant) or `site` (the site's own Prolog and Epilog in "
+        "cluster.slurm.prolog/epilog; gpucluster writes no hook). Changing it rewrites slurm.conf's "
+        "Prolog lines.",
+        Update.RECONFIGURE,
+        default="gpucluster",
+    )
     mps_between_tenants: bool = spec(
         "Let jobs of different tenants use one MPS control daemon (one GPU's MPS server). Off: "
         "each tenant's jobs get a daemon of their own on the GPU.",
@@ -306,6 +314,8 @@ class GpuSharing(Strict):
             )
         if self.mps_between_tenants and self.mps is None:
             raise ValueError("mps_between_tenants without mps")
+        if self.mps_between_tenants and self.mps_daemon == "site":
+            raise ValueError("mps_between_tenants with mps_daemon site: the site's own hooks decide that")
         return self
 
 

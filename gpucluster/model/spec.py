@@ -27,6 +27,7 @@ from gpucluster.model.base import (
 from gpucluster.model.containers import ContainerSettings
 from gpucluster.model.gate import BurnIn, GateSettings
 from gpucluster.model.nodesoftware import NodeSoftware
+from gpucluster.model.pools import SHARED_POOLS_DOC, SharedPool
 from gpucluster.model.power import MAX_POWERED, NODE_POWER, NodePower
 from gpucluster.model.releases import RELEASES, Release, SlurmVersion, known_text, release
 from gpucluster.model.sharing import SHARING_DOC, TENANT_UNITS_DOC, GpuSharing, TenantUnits
@@ -1547,6 +1548,7 @@ class ClusterSpec(Strict):
         Update.STORAGE,
         default_factory=list,
     )
+    shared_pools: list[SharedPool] = spec(SHARED_POOLS_DOC, Update.MOVE, default_factory=list)
     # Sections of the layers built on this model. The core keeps them opaque: gpucluster.layers
     # validates each present section with its layer's own model and puts the result here.
     gate: GateSettings | None = spec("The return-to-service gate: a node comes back (from the health check's drain, a reboot, new, an upgrade, a move, a repair) only after a burn-in passes; omit for none.", Update.RECONFIGURE, default=None)  # fmt: skip

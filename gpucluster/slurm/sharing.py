@@ -189,10 +189,16 @@ MPS_CONF = "gpucluster-mps.conf"
 
 
 def uses_mps(spec: ClusterSpec) -> bool:
-    """Some node type, or the GPUs a cluster.nodes entry gives its hosts, share by MPS: slurm.conf
-    runs gpucluster-mps."""
+    """Some node type, or the GPUs a cluster.nodes entry gives its hosts, share by MPS with
+    gpucluster's daemons: slurm.conf runs gpucluster-mps."""
     given = [t.gpus for t in spec.node_types.values()] + [n.gpus for n in spec.nodes]
-    return any(g is not None and g.sharing is not None and g.sharing.mps is not None for g in given)
+    return any(
+        g is not None
+        and g.sharing is not None
+        and g.sharing.mps is not None
+        and g.sharing.mps_daemon == "gpucluster"
+        for g in given
+    )
 
 
 def mps_section(cluster: Cluster) -> list[tuple[str, object]]:
@@ -215,7 +221,7 @@ def render_mps_conf(cluster: Cluster, header: str) -> str | None:
     for host in cluster.hosts:
         node_type = cluster.node_type(host)
         sharing = sharing_of(node_type)
-        if sharing is None or sharing.mps is None:
+        if sharing is None or sharing.mps is None or sharing.mps_daemon != "gpucluster":
             continue
         name = cluster.node_type_of[host] + (
             "" if cluster.entry_of.get(host) is None else f"-{cluster.entry_of[host]}"

@@ -16,6 +16,7 @@ from gpucluster.checks.storage import SYSTEM_DIRS
 from gpucluster.errors import InventoryError, Problem
 from gpucluster.model.releases import RELEASES, SlurmVersion, known_text
 from gpucluster.model.spec import SlurmSettings
+from gpucluster.slurm.sharing import MPS_PROGRAM
 from gpucluster.slurm.view import SiteFiles, View, build_view
 from gpucluster.slurm_import.compactyaml import content_lines, dump
 from gpucluster.slurm_import.compare import Comparison, compare
@@ -119,8 +120,21 @@ def import_cluster(files: SiteFiles, version_text: str, shown: dict[Path, str] |
     slurm = dict(globals_.slurm)
     accounting = slurm.get("accounting")
     has_gpus = any("gpus" in t for t in nodes.node_types.values())
-    if accounting is not None and accounting.get("tres") == (["gres/gpu"] if has_gpus else []):
+    # With shared GPUs gpucluster also accounts their units (gres/shard, gres/mps): a site that
+    # accounts whole GPUs only keeps its list.
+    sharing = any((t.get("gpus") or {}).get("sharing") for t in nodes.node_types.values())
+    if (
+        accounting is not None
+        and not sharing
+        and accounting.get("tres") == (["gres/gpu"] if has_gpus else [])
+    ):
         del accounting["tres"]  # what gpucluster writes anyway
+    if sharing and MPS_PROGRAM not in _prolog_programs(view):
+        # MPS without gpucluster-mps: the site's own hooks (or none) start the daemons, as before.
+        for node_type in nodes.node_types.values():
+            shared = (node_type.get("gpus") or {}).get("sharing")
+            if shared and "mps" in shared:
+                shared["mps_daemon"] = "site"
     if globals_.extra:
         slurm["extra"] = dict(sorted(globals_.extra.items()))
     cluster: dict[str, Any] = {"name": globals_.name, "slurm": _slurm_order(slurm, str(version))}
@@ -290,3 +304,8 @@ def check_render(result: ImportResult, cluster: Any, scratch: Path) -> Compariso
         path.write_text(text, encoding="utf-8")
     view = build_view(SiteFiles.in_directory(rendered / "slurm"), result.view.release)
     return compare(result.view, view, adjusted=result.adjusted)
+
+
+def _prolog_programs(view: View) -> set[str]:
+    """The programs slurm.conf runs as Prolog, Epilog and TaskProlog."""
+    return {s.value for key in ("Prolog", "Epilog", "TaskProlog") for s in view.settings.get(key, [])}

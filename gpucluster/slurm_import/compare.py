@@ -452,7 +452,8 @@ def compare_gres(left: View, right: View) -> list[Difference]:
         other = right.hosts.get(host)
         if other is None or not (_has_gpus(definition) or _has_gpus(other)) or host in unread:
             continue
-        a, b = normal(left.gres.get(host, []), definition), normal(right.gres.get(host, []), other)
+        a = _shares_as_slurm_reads(normal(left.gres.get(host, []), definition), definition)
+        b = _shares_as_slurm_reads(normal(right.gres.get(host, []), other), other)
         auto_a, auto_b = left.autodetect.get(host, "off"), right.autodetect.get(host, "off")
         if auto_a not in ("off", "no") and auto_a == auto_b:
             # The driver gives slurmd the GPUs and their type: lines without File= only repeat
@@ -464,6 +465,27 @@ def compare_gres(left: View, right: View) -> list[Difference]:
         if auto_a != auto_b:
             grouped.setdefault(("AutoDetect", auto_a, auto_b), []).append(host)
     return [Difference("gres", compress(hosts), key, a, b) for (key, a, b), hosts in grouped.items()]
+
+
+SHARED_GRES = ("shard", "mps")
+
+
+def _shares_as_slurm_reads(entries: frozenset[GresEntry], definition: NodeDef) -> frozenset[GresEntry]:
+    """Shards and MPS shares as a node's total: slurmd spreads slurm.conf's count evenly over the
+    GPUs where gres.conf has no line for them, as it does one line's count over its File= GPUs."""
+    kept = {e for e in entries if e[0] not in SHARED_GRES}
+    gres = definition.options.get("Gres")
+    for name in SHARED_GRES:
+        mine = [e for e in entries if e[0] == name]
+        total = sum(e[3] for e in mine)
+        if not mine and gres is not None:
+            for item in split_list(gres.value):
+                parts = item.split(":")
+                if parts[0].lower() == name and parts[-1].isdigit():
+                    total += int(parts[-1])
+        if total:
+            kept.add((name, "", "", total, frozenset()))
+    return frozenset(kept)
 
 
 def unread_gres(view: View) -> list[str]:

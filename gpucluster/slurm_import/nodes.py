@@ -424,13 +424,14 @@ class NodeImport:
         numbers = [n for n, _ in files]
         spec["devices"] = compress(f"/dev/nvidia{n}" for n in numbers)
         if numbers != list(range(count)):
-            self.g.problems.append(
-                _problem(
-                    None,
-                    host,
-                    f"refused: its GPU device files are {spec['devices']}; gpucluster's are /dev/nvidia0 to /dev/nvidia{count - 1}",
-                )
+            why = (
+                f"slurm.conf gives {host} {count} GPUs and gres.conf {len(numbers)} device files "
+                f"({spec['devices']}): slurmd would report {len(numbers)} and slurmctld drain the node"
+                if len(numbers) != count
+                else f"{host}'s GPU device files are {spec['devices']}; gpucluster's are /dev/nvidia0 to "
+                f"/dev/nvidia{count - 1}"
             )
+            self.g.problems.append(_problem(lines[0].where if lines else None, "File", f"refused: {why}"))
             self.refused_nodes = True
         cores_of = self.known_cores([c for _, c in files], layout, lines[0].where if lines else None)
         if all(c is None for c in cores_of):

@@ -48,6 +48,7 @@ class Share:
     gres: str
     percent: int | None = None  # mps
     profile: str | None = None  # mig
+    gpucluster_daemon: bool = True  # mps: gpucluster-mps's TaskProlog gives the tenant's pipe
 
     @property
     def job_id(self) -> str:
@@ -70,7 +71,12 @@ def shares(view: Cluster) -> list[Share]:
         if sharing.mps is not None and (kind_key, "mps") not in seen:
             seen.add((kind_key, "mps"))
             count = max(1, sharing.mps // 4)
-            found.append(Share(host, "mps", f"mps:{count}", percent=count * 100 // sharing.mps))
+            found.append(
+                Share(
+                    host, "mps", f"mps:{count}", percent=count * 100 // sharing.mps,
+                    gpucluster_daemon=sharing.mps_daemon == "gpucluster",
+                )
+            )  # fmt: skip
         if sharing.mig is not None and (kind_key, "mig") not in seen:
             seen.add((kind_key, "mig"))
             profile = next(iter(mig_counts(sharing.mig, gpus.count)))
@@ -110,7 +116,7 @@ def judge(share: Share, stdout: str) -> list[str]:
 def _mps(share: Share, fields: dict[str, str]) -> str | None:
     if fields.get("mps") != str(share.percent):
         return f"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE={fields.get('mps') or 'unset'}, not {share.percent}"
-    if not fields.get("pipe", "").startswith(MPS_DIR):
+    if share.gpucluster_daemon and not fields.get("pipe", "").startswith(MPS_DIR):
         return f"CUDA_MPS_PIPE_DIRECTORY={fields.get('pipe') or 'unset'} (gpucluster-mps's TaskProlog did not run)"
     return None
 

@@ -4,7 +4,7 @@ TYPE_CHECKING alike), so a new module needs no entry here unless it opens a new 
 
 The floors, lowest first (gpucluster/README.md draws the same):
 0 helpers       the package root (its version), errors, inventory, yamlfile, hostlists, ... and programs/
-                (installed on hosts, standalone)
+                (installed on hosts, standalone), pool/ (the shared pools' steps and policy, standalone)
 1 model         the ground floor: the typed model, the release table, the resolved Cluster
 2 core          the resolver, the core checks, the core renderers (render/)
 3 layers        slurm, nodesoftware (4: k8s, monitoring, which read Slurm's and the node software's;

@@ -85,6 +85,28 @@ def test_mps_per_gpu_with_its_hooks(inventories: InventoryFactory) -> None:
     assert "nodes = n01 n02 n03 n04 n05 n06 n07 n08\nbetween_tenants = no" in mps
 
 
+def test_mps_with_the_sites_own_daemons_writes_no_hook(inventories: InventoryFactory) -> None:
+    files = rendered(inventories, {"mps": 100, "mps_daemon": "site"})
+    conf = files["slurm/slurm.conf"]
+    assert "gpucluster-mps" not in conf and "slurm/gpucluster-mps.conf" not in files
+    assert "mps:" in conf  # the shares are still Slurm's gres/mps
+    assert any(p.endswith("mps_between_tenants with mps_daemon site: the site's own hooks decide that")
+               for p in problems(inventory(inventories, {"mps": 100, "mps_daemon": "site",
+                                                         "mps_between_tenants": True})))  # fmt: skip
+
+
+def test_shards_slurm_spreads_itself_compare_equal(tmp_path: Path) -> None:
+    """gres.conf without a shard line: slurmd spreads slurm.conf's count over the GPUs, as the
+    rendered line over its File= GPUs does (a real site's shape)."""
+    etc = site(
+        tmp_path, "shard", "gpu:rtx:4,shard:96", "AutoDetect=nvml\nName=gpu Type=rtx File=/dev/nvidia[0-3]\n"
+    )
+    cluster, problems_found, differences = imported(etc, tmp_path / "out")
+    assert problems_found == [] and differences == [], (problems_found, differences)
+    (node_type,) = cluster["node_types"].values()
+    assert node_type["gpus"]["sharing"] == {"shard": 24}
+
+
 def test_mig_types_and_autodetection(inventories: InventoryFactory) -> None:
     sharing = {
         "mig": {
@@ -224,9 +246,10 @@ def test_a_sites_mps_per_device_imports_per_gpu(tmp_path: Path) -> None:
     cluster, problems, differences = imported(etc, tmp_path / "out")
     assert problems == [], problems
     (node_type,) = cluster["node_types"].values()
-    assert node_type["gpus"]["sharing"] == {"mps": 100}
-    # gpucluster adds its MPS hooks (the daemon per GPU and tenant): the one difference.
-    assert all("gpucluster-mps" in d for d in differences), differences
+    # The site names no gpucluster-mps: its own hooks (or none) keep starting the daemons, and the
+    # cluster renders as it reads (no hook added).
+    assert node_type["gpus"]["sharing"] == {"mps": 100, "mps_daemon": "site"}
+    assert differences == [], differences
 
 
 def test_uneven_shares_are_refused_naming_why(tmp_path: Path) -> None:

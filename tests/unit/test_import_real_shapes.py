@@ -333,6 +333,12 @@ REFUSED = {
     "a file gpucluster does not write": (
         HEAD + NODES, {"job_container.conf": "BasePath=/scratch\n"}, "job_container.conf:1", "job_container.conf",
     ),
+    # slurmd would report fewer GPUs than slurm.conf gives (a global gres.conf line of two devices
+    # for four-GPU nodes): slurmctld drains the nodes. Said at gres.conf's line.
+    "fewer device files than GPUs": (
+        HEAD + "GresTypes=gpu\n" + GPU_NODES.replace("Gres=gpu:2", "Gres=gpu:4"),
+        {"gres.conf": "Name=gpu File=/dev/nvidia[0-1]\n"}, "gres.conf:1", "File",
+    ),
     # The inventory made would fail validation: said at the input's line, not at a file never written.
     "pmix on packages without it": (
         HEAD + "MpiDefault=pmix\n" + NODES, {}, "slurm.conf:6", "MpiDefault",
