@@ -55,7 +55,9 @@ def test_a_partition_limit_reaches_only_the_controllers(inventories: InventoryFa
 
 
 def test_a_node_added_to_a_partition_reaches_only_the_controllers(inventories: InventoryFactory) -> None:
-    edits = {"{name: burst, nodes: [saved_nodes]": "{name: burst, nodes: [saved_nodes, leaf1_nodes]"}
+    # leaf1's nodes join a second partition.
+    partition = '{name: gpu, nodes: [gpu_nodes], default: true, max_time: "1-00:00:00"}'
+    edits = {partition: partition + '\n    - {name: short, nodes: [leaf1_nodes], max_time: "1:00:00"}'}
     # The nodes' monitoring targets carry their partitions: Prometheus (on login01) gets the new labels.
     assert limits(lab_change(inventories, edits)) == [
         ("playbooks/slurm.yml", CONTROLLERS),
@@ -82,14 +84,14 @@ def test_without_configless_slurm_conf_goes_to_every_slurm_host(inventories: Inv
         inventories,
         {
             **both,
-            'max_time: "1-00:00:00"}\n    - {name: burst': 'max_time: "2-00:00:00"}\n    - {name: burst',
+            'max_time: "1-00:00:00"}': 'max_time: "2-00:00:00"}',
         },
         name="new",
     )
     [(playbook, hosts)] = limits(actions_of(old, new))
     assert playbook == "playbooks/slurm.yml"
     # Every host keeps slurm.conf: controllers, the accounting host, the nodes and login01.
-    assert hosts == CONTROLLERS | {"login01", "gpu01", "gpu02", "gpu03", "gpu04", "gpu11", "gpu12"}
+    assert hosts == CONTROLLERS | {"login01", "gpu01", "gpu02", "gpu03", "gpu04"}
 
 
 # A second node type, without node software, for the hosts of the second scalable unit.
@@ -254,7 +256,9 @@ def test_nodes_leaving_slurm_are_drained_by_the_playbook_and_kubectl_stops_apply
 
 def test_a_node_removed_is_left_out_of_the_limit(inventories: InventoryFactory) -> None:
     old = edited(inventories, name="old")
-    new = edited(inventories, hosts_edits={"gpu[03:04]:": "gpu03:"}, name="new")
+    # gpu04's 8 GPUs leave: one tenant's quota and limit shrink to the 24 left.
+    shrunk = {"gpu_quota: 16\n      gpu_limit: 32": "gpu_quota: 8\n      gpu_limit: 24"}
+    new = edited(inventories, shrunk, hosts_edits={"gpu[03:04]:": "gpu03:"}, name="new")
     actions = actions_of(old, new)
     assert all(isinstance(a, Run) for a in actions)
     slurm = actions[0]

@@ -7,6 +7,7 @@ service has its test here; the real daemons' proof is tests/lab/test_gate.py."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -615,14 +616,25 @@ def test_the_program_looks_for_nccl_tests_where_verify_does() -> None:
     assert hc.ALL_REDUCE_PERF_PATHS == ALL_REDUCE_PERF_PATHS
 
 
+def gated_lab(tmp_path: Path) -> Path:
+    """The lab's inventory with a return-to-service gate (its reboot a restart of slurmd)."""
+    lab = tmp_path / "lab"
+    shutil.copytree(INVENTORIES / "lab", lab)
+    cluster_file = lab / "group_vars" / "all" / "cluster.yml"
+    gate = "  gate:\n    reboot_command: /usr/bin/systemctl --no-block restart slurmd\n"
+    cluster_file.write_text(cluster_file.read_text() + gate)
+    return lab
+
+
 def test_the_rendered_gate_section_is_what_the_program_reads(tmp_path: Path) -> None:
-    files = render_files(load_cluster(INVENTORIES / "lab"))
+    cluster = load_cluster(gated_lab(tmp_path))
+    files = render_files(cluster)
     path = tmp_path / "healthcheck.conf"
     path.write_text(files["slurm/healthcheck.conf"])
     gate = hc.load_gate(path)
     assert gate is not None
-    assert gate.slots == {"gpu": 1, "burst": 1} and gate.peers("gpu03") == ("gpu04",)
-    assert {t: gate.level(t) for t in TRIGGERS} == {t: getattr(load_cluster(INVENTORIES / "lab").spec.gate.levels, t)  # type: ignore[union-attr]
+    assert gate.slots == {"gpu": 1} and gate.peers("gpu03") == ("gpu04",)
+    assert {t: gate.level(t) for t in TRIGGERS} == {t: getattr(cluster.spec.gate.levels, t)  # type: ignore[union-attr]
                                                      for t in TRIGGERS}  # fmt: skip
     exp = hc.load_expectations(path, "gpu01")
     assert exp.burn_in.dcgm_diag == {"quick": 0, "standard": 2, "deep": 3}

@@ -8,7 +8,6 @@ import json
 from pathlib import Path
 
 import pytest
-import yaml
 
 from gpucluster.changes.moves import Action, Step, initial_state, move_steps, raises, replay
 from gpucluster.changes.plan import make_plan
@@ -20,34 +19,11 @@ from tests.fleet import gpu04_to_kubernetes
 
 
 def lab_pair(inventories: InventoryFactory) -> tuple[Path, Path]:
-    old = always_on_lab(inventories.copy_example("lab", name="old"))
+    old = inventories.copy_example("lab", name="old")
     new = inventories.copy_example("lab", name="new")
     cluster_file = new / "group_vars" / "all" / "cluster.yml"
     cluster_file.write_text(gpu04_to_kubernetes(cluster_file.read_text()))
-    return old, always_on_lab(new)
-
-
-def always_on_lab(directory: Path) -> Path:
-    """The lab without its power-saved nodes: its Slurm capacity is the four nodes whose quotas
-    these walks move (the power-saved ones would add GPUs no quota was sized for)."""
-    hosts = directory / "hosts.yml"
-    data = yaml.safe_load(hosts.read_text())
-    del data["all"]["children"]["saved_nodes"]
-    hosts.write_text(yaml.safe_dump(data))
-    cluster_file = directory / "group_vars" / "all" / "cluster.yml"
-    text = cluster_file.read_text()
-    doc = yaml.safe_load(text)
-    cluster = doc["cluster"]
-    cluster["nodes"] = [n for n in cluster["nodes"] if n["group"] != "saved_nodes"]
-    cluster["partitions"] = [p for p in cluster["partitions"] if p["name"] != "burst"]
-    cluster["fabric"]["tree"] = {
-        "spine": ["leaf1", "leaf2"],
-        "leaf1": ["leaf1_nodes"],
-        "leaf2": ["leaf2_nodes"],
-    }
-    del cluster["slurm"]["power_save"]
-    cluster_file.write_text(yaml.safe_dump(doc, sort_keys=False))
-    return directory
+    return old, new
 
 
 def check_walk(old: Cluster, new: Cluster, steps: list[Step]) -> None:

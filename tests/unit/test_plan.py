@@ -76,20 +76,16 @@ def test_a_host_moved_between_groups_in_hosts_yml_is_seen(inventories: Inventory
         "switches.leaf1.nodes": (["gpu01", "gpu02"], ["gpu01", "gpu02", "gpu03"], Update.RECONFIGURE),
         "switches.leaf2.nodes": (["gpu03", "gpu04"], ["gpu04"], Update.RECONFIGURE),
     }
-    # The lab's monitoring labels gpu03 with its new switch; the gate pairs it with its new neighbours.
-    [targets, health, topology] = result.files
+    [targets, topology] = result.files  # the lab's monitoring labels gpu03 with its new switch
     assert targets.path == "monitoring/prometheus.yml"
-    assert (
-        health.path == "slurm/healthcheck.conf" and "+leaves = gpu01,gpu02,gpu03 gpu11,gpu12" in health.diff
-    )
     assert topology.path == "slurm/topology.conf" and topology.update == Update.RECONFIGURE
     assert "+SwitchName=leaf1 Nodes=gpu[01-03]" in topology.diff
-    assert set(topology.because) == set(health.because) == {"switches.leaf1.nodes", "switches.leaf2.nodes"}
+    assert set(topology.because) == {"switches.leaf1.nodes", "switches.leaf2.nodes"}
     [step, monitoring] = result.steps
     assert (step.action, step.update, step.files) == (
         Action.APPLY,
         Update.RECONFIGURE,
-        ("slurm/healthcheck.conf", "slurm/topology.conf"),
+        ("slurm/topology.conf",),
     )
     assert monitoring.files == ("monitoring/prometheus.yml",) and monitoring.update == Update.SERVICE
 
