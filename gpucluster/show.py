@@ -140,7 +140,7 @@ def node_type_table(cluster: Cluster) -> str:
     types = []
     for name, hosts in sorted(cluster.hosts_by_type.items()):
         t = cluster.spec.node_types[name]
-        gpus = f"{t.gpus.count} x {t.gpus.model or 'untyped'}" if t.gpus else "-"
+        gpus = t.gpus.label if t.gpus else "-"
         cores = gpu_cores(t)
         if t.gpus is None:
             affinity = "-"
@@ -166,7 +166,7 @@ def node_type_table(cluster: Cluster) -> str:
 def sharing_table(cluster: Cluster) -> str | None:
     """How each node type's GPUs are shared, and what each scheduler makes of one of its nodes:
     Slurm's Gres=, Kubernetes' extended resources (gpus.sharing; gpucluster.model.sharing)."""
-    from gpucluster.model.sharing import describe, kubernetes_units, slurm_gres
+    from gpucluster.model.sharing import describe, kubernetes_units
 
     rows = []
     strategy = "mixed"
@@ -189,7 +189,7 @@ def sharing_table(cluster: Cluster) -> str | None:
                 name,
                 describe(gpus.sharing, gpus.count),
                 ", ".join(owners),
-                slurm_gres(gpus.model, gpus.count, gpus.sharing).text,
+                gpus.gres().text,
                 ", ".join(f"{r}: {n}" for r, n in kube.items()),
             ]
         )

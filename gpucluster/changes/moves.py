@@ -279,7 +279,7 @@ def on_hosts(hosts: Iterable[str], command: str) -> str:
 
 def carried(move: Move, new: Cluster) -> str:
     """What the moving nodes' GPUs are in the scheduler they join, and who keeps a MIG layout."""
-    from gpucluster.model.sharing import kubernetes_units, slurm_gres
+    from gpucluster.model.sharing import kubernetes_units
 
     parts: list[str] = []
     mig = False
@@ -289,7 +289,7 @@ def carried(move: Move, new: Cluster) -> str:
             continue
         mig = mig or gpus.sharing.mig is not None
         if move.target == Owner.SLURM:
-            parts.append(f"{host} Gres={slurm_gres(gpus.model, gpus.count, gpus.sharing).text}")
+            parts.append(f"{host} Gres={gpus.gres().text}")
         elif move.target == Owner.KUBERNETES:
             units = kubernetes_units(gpus.count, gpus.sharing, "mixed")
             parts.append(f"{host} " + ", ".join(f"{r}: {n}" for r, n in units.items()))

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import re
 
-from gpucluster.hostlists import compress
+import hostlist
+
+from gpucluster.hostlists import compress, expand
 from gpucluster.model.cluster import device_list_problem
 from gpucluster.model.sharing import effective_autodetect
 from gpucluster.model.spec import (
@@ -31,6 +33,8 @@ def _check_gpus(r: Resolution, node_type: NodeType, parts: list[str | int]) -> N
     gpus = node_type.gpus
     if gpus is None:
         return
+    if gpus.types is not None and not _check_types(r, node_type, parts):
+        return
     if effective_autodetect(gpus.autodetect, gpus.sharing) == "off" and not gpus.devices:
         r.fail([*parts, "devices"], "device files are required unless autodetect is nvml")
         return
@@ -38,6 +42,73 @@ def _check_gpus(r: Resolution, node_type: NodeType, parts: list[str | int]) -> N
         problem = device_list_problem(gpus.devices, gpus.count)
         if problem:
             r.fail([*parts, "devices"], problem)
+
+
+def _check_types(r: Resolution, node_type: NodeType, parts: list[str | int]) -> bool:
+    """GPUs of several types on one node: at least two types, each named once, their counts and
+    device files adding up to the node's; no sharing (shards, MPS and MIG are of one type)."""
+    gpus = node_type.gpus
+    assert gpus is not None and gpus.types is not None
+    types = gpus.types
+    ok = True
+    if len(types) < 2:
+        r.fail([*parts, "types"], "types lists GPUs of several types: for one type, say model and count")
+        return False
+    if gpus.model is not None:
+        r.fail([*parts, "model"], "with types, each type names its model: leave gpus.model out")
+        ok = False
+    if gpus.sharing is not None:
+        r.fail(
+            [*parts, "sharing"],
+            "shards, MPS and MIG share GPUs of one type: a node of several GPU types shares none "
+            "(give the shared GPUs a node type of their own)",
+        )
+        ok = False
+    models = [t.model for t in types]
+    for index, kind in enumerate(types):
+        if models.index(kind.model) != index:
+            r.fail([*parts, "types", index, "model"], f"{kind.model} is listed twice: give it one entry")
+            ok = False
+    total = sum(t.count for t in types)
+    if total != gpus.count:
+        r.fail([*parts, "count"], f"count is {gpus.count} but the types have {total} GPUs: leave count out")
+        ok = False
+    given = [t.devices is not None for t in types]
+    if any(given) and not all(given):
+        index = given.index(False)
+        r.fail([*parts, "types", index, "devices"], "give every type its device files, or none (autodetect)")
+        return False
+    if not all(given):
+        return ok
+    seen: dict[str, int] = {}
+    for index, kind in enumerate(types):
+        assert kind.devices is not None
+        try:
+            names = expand(kind.devices)
+        except hostlist.BadHostlist as exc:
+            r.fail([*parts, "types", index, "devices"], f"not a valid device list: {exc}")
+            return False
+        if len(names) != kind.count:
+            r.fail(
+                [*parts, "types", index, "devices"],
+                f"{kind.devices} names {len(names)} device(s) but this type's count is {kind.count}",
+            )
+            ok = False
+        for name in names:
+            if name in seen:
+                r.fail(
+                    [*parts, "types", index, "devices"],
+                    f"{name} is also a device of {types[seen[name]].model}: each GPU has one type",
+                )
+                return False
+            seen[name] = index
+    if ok and gpus.devices is not None and set(expand(gpus.devices)) != set(seen):
+        r.fail(
+            [*parts, "devices"],
+            f"{gpus.devices} is not the types' device files ({compress(seen)}): leave devices out",
+        )
+        ok = False
+    return ok
 
 
 def check_controllers(r: Resolution) -> None:

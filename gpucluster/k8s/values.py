@@ -42,7 +42,6 @@ from gpucluster.k8s.owners import (
 from gpucluster.k8s.sharing import gpu_operator_sharing, mig_device_classes, mig_resource, mig_strategy
 from gpucluster.k8s.volumes import mount_in_pod, rendered_claims, soperator_jail_submounts
 from gpucluster.model.cluster import Cluster
-from gpucluster.model.sharing import slurm_gres
 from gpucluster.model.spec import Owner
 
 Values = dict[str, Any]
@@ -400,7 +399,7 @@ def slinky_slurm_values(cluster: Cluster, k8s: KubernetesSpec) -> Values:
         claim: Values | None = None
         if node_type.gpus:
             # With its shards (spread evenly over the GPUs slurmd detects: no gres.conf line needed).
-            gres = slurm_gres(node_type.gpus.model, node_type.gpus.count, node_type.gpus.sharing)
+            gres = node_type.gpus.gres()
             conf["Gres"] = [f"{name}:{count}" for name, count in gres.entries]
             if k8s.device_allocation == "device-plugin":
                 slurmd["resources"] = {"limits": {GPU_RESOURCE: node_type.gpus.count}}

@@ -376,12 +376,13 @@ def mig_counts(mig: MigSharing, count: int) -> dict[str, int]:
     return totals
 
 
-def slurm_gres(model: str | None, count: int, sharing: GpuSharing | None) -> NodeGres:
-    """A node's Gres= entries: its GPUs (or MIG instances by profile), then shards or MPS."""
+def slurm_gres(kinds: tuple[tuple[str | None, int], ...], sharing: GpuSharing | None) -> NodeGres:
+    """A node's Gres= entries: its GPUs of each kind (type, count), or MIG instances by profile,
+    then shards or MPS (sharing is of one kind: the checks refuse it with several)."""
+    count = sum(n for _, n in kinds)
     if sharing is not None and sharing.mig is not None:
         return NodeGres(tuple((f"gpu:{name}", n) for name, n in mig_counts(sharing.mig, count).items()))
-    gpu = f"gpu:{model}" if model else "gpu"
-    entries: list[tuple[str, int]] = [(gpu, count)]
+    entries: list[tuple[str, int]] = [(f"gpu:{model}" if model else "gpu", n) for model, n in kinds]
     if sharing is not None and sharing.shard is not None:
         entries.append(("shard", sharing.shard * count))
     if sharing is not None and sharing.mps is not None:

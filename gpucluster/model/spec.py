@@ -10,8 +10,10 @@ every annotation string when the classes are built, at the start of every comman
 import re
 from typing import Annotated, Any, Literal
 
+import hostlist
 from pydantic import BeforeValidator, ConfigDict, Field, StrictBool, field_validator, model_validator
 
+from gpucluster.hostlists import compress
 from gpucluster.model.base import (
     MEMORY_MB_MAX,
     NAME_RE,
@@ -30,7 +32,14 @@ from gpucluster.model.nodesoftware import NodeSoftware
 from gpucluster.model.pools import SHARED_POOLS_DOC, SharedPool
 from gpucluster.model.power import MAX_POWERED, NODE_POWER, NodePower
 from gpucluster.model.releases import RELEASES, Release, SlurmVersion, known_text, release
-from gpucluster.model.sharing import SHARING_DOC, TENANT_UNITS_DOC, GpuSharing, TenantUnits
+from gpucluster.model.sharing import (
+    SHARING_DOC,
+    TENANT_UNITS_DOC,
+    GpuSharing,
+    NodeGres,
+    TenantUnits,
+    slurm_gres,
+)
 from gpucluster.model.storage import SharedFilesystem, absolute_path
 
 __all__ = ["NAME_RE", "SLURM_TIME_RE", "Owner", "Strict", "Update", "spec"]
@@ -64,19 +73,72 @@ PrologFlag = Literal[
 ]
 
 
+class GpuType(Strict):
+    """The GPUs of one type on a node whose GPUs are of several types (gpus.types)."""
+
+    model: Annotated[str, Field(pattern=GRES_TYPE_RE)] = spec(
+        "GPU type as Slurm names it in Gres and gres.conf Type= (as gpus.model).", Update.RESTART
+    )
+    count: Annotated[int, Field(ge=1, le=64)] = spec("GPUs of this type per node.", Update.RESTART)
+    devices: str | None = spec(
+        "This type's device files as a Slurm hostlist, e.g. /dev/nvidia[0-1,3]; together the types "
+        "name /dev/nvidia0 to /dev/nvidia<count-1> once each. Required unless autodetect is on.",
+        Update.RESTART,
+        default=None,
+    )
+
+
+GPU_TYPES_DOC = (
+    "GPUs of several types on one node (Slurm's Gres=gpu:titanx:3,gpu:gtx1080:1), in the order "
+    "Slurm lists them; give these instead of model. count and devices may then be left out: they "
+    "are the types' total and all their device files. Shards, MPS and MIG share GPUs of one type "
+    "only, so they are refused with types."
+)
+
+
+def _gpus_of_types(data: Any) -> Any:
+    """gpus.count and gpus.devices of a node of several GPU types, when left out: the types'
+    total and their device files together (a list the checks then hold to /dev/nvidia0..N-1)."""
+    if not isinstance(data, dict) or not isinstance(data.get("types"), list):
+        return data
+    kinds = [t for t in data["types"] if isinstance(t, dict)]
+    if len(kinds) != len(data["types"]):
+        return data
+    out = dict(data)
+    counts = [t.get("count") for t in kinds]
+    if "count" not in out and counts and all(isinstance(c, int) and not isinstance(c, bool) for c in counts):
+        out["count"] = sum(c for c in counts if isinstance(c, int))
+    devices = [t.get("devices") for t in kinds]
+    if "devices" not in out and devices and all(isinstance(d, str) for d in devices):
+        try:
+            names = [name for d in devices if isinstance(d, str) for name in hostlist.expand_hostlist(d)]
+        except hostlist.BadHostlist:
+            return out  # the checks name the type's bad list
+        out["devices"] = compress(names)
+    return out
+
+
 class GpuSpec(Strict):
+    @model_validator(mode="before")
+    @classmethod
+    def _derive_from_types(cls, data: Any) -> Any:
+        return _gpus_of_types(data)
+
     model: Annotated[str, Field(pattern=GRES_TYPE_RE)] | None = spec(
         "GPU type as Slurm names it in Gres (gpu:<model>:<count>) and gres.conf Type=, spelt as the "
         "site spells it (Slurm compares types case-sensitively: `--gres=gpu:h100` finds no `H100`), "
         "e.g. h100, H100, a100_80gb. Omit for untyped GPUs (Gres=gpu:<count>), which jobs ask for "
-        "by count only.",
+        "by count only, and for GPUs of several types (types).",
         Update.RESTART,
         default=None,
     )
-    count: Annotated[int, Field(ge=1, le=64)] = spec("GPUs per node.", Update.RESTART)
+    count: Annotated[int, Field(ge=1, le=64)] = spec(
+        "GPUs per node (with types, their total: it may be left out).", Update.RESTART
+    )
     devices: str | None = spec(
         "GPU device files as a Slurm hostlist: /dev/nvidia0 to /dev/nvidia<count-1>, e.g. "
-        "/dev/nvidia[0-7] (Slurm's `[0-7]`, not Ansible's `[0:7]`). Required unless autodetect is on.",
+        "/dev/nvidia[0-7] (Slurm's `[0-7]`, not Ansible's `[0:7]`). Required unless autodetect is on "
+        "(with types, each type gives its own and this may be left out).",
         Update.RESTART,
         default=None,
     )
@@ -105,6 +167,22 @@ class GpuSpec(Strict):
         default=None,
     )
     sharing: GpuSharing | None = spec(SHARING_DOC, Update.RESTART, default=None)
+    types: list[GpuType] | None = spec(GPU_TYPES_DOC, Update.RESTART, default=None)
+
+    def kinds(self) -> tuple[tuple[str | None, int], ...]:
+        """(type, count) of each kind of GPU on the node, as its Gres= lists them."""
+        if self.types:
+            return tuple((t.model, t.count) for t in self.types)
+        return ((self.model, self.count),)
+
+    def gres(self) -> NodeGres:
+        """The node's Gres= entries and the TRES they make."""
+        return slurm_gres(self.kinds(), self.sharing)
+
+    @property
+    def label(self) -> str:
+        """The node's GPUs in a few words: `8 x h100`, `3 x titanx + 1 x gtx1080`."""
+        return " + ".join(f"{count} x {model or 'untyped'}" for model, count in self.kinds())
 
 
 def _unique(values: list[Any]) -> list[Any]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from gpucluster.hostlists import compress
+from gpucluster.hostlists import compress, expand
 from gpucluster.model.sharing import effective_autodetect
 from gpucluster.slurm.sharing import gres_unit_count, shared_gres_lines, shares_unfenced
 
@@ -61,23 +61,37 @@ def gpu_cores(node_type: NodeType) -> list[str] | None:
 
 @dataclass(frozen=True)
 class GresLine:
+    model: str | None  # gres.conf Type=
     devices: str  # a hostlist of device files
     cores: str | None
 
 
 def gres_lines(node_type: NodeType) -> list[GresLine]:
-    """One gres.conf File= line per run of GPUs sharing their cores."""
+    """gres.conf File= lines in device order, one per run of GPUs of one type sharing their cores
+    (the order sites write and slurmd numbers the GPUs in)."""
     gpus = node_type.gpus
     assert gpus is not None and gpus.devices is not None
     cores = gpu_cores(node_type)
-    if cores is None:
-        return [GresLine(gpus.devices, None)]
-    devices = devices_in_order(gpus)
+    if not gpus.types and cores is None:
+        return [GresLine(gpus.model, gpus.devices, None)]
+    kinds: list[tuple[str | None, str]] = (
+        [(t.model, t.devices or "") for t in gpus.types] if gpus.types else [(gpus.model, gpus.devices)]
+    )
+    type_of: dict[int, str | None] = {}
+    for kind, listed in kinds:
+        for name in expand(listed):
+            type_of[int(name.removeprefix("/dev/nvidia"))] = kind
+    order = sorted(type_of)
+    key = [(type_of[n], cores[n] if cores is not None else None) for n in order]
     lines: list[GresLine] = []
     start = 0
-    for index in range(1, len(devices) + 1):
-        if index == len(devices) or cores[index] != cores[start]:
-            lines.append(GresLine(compress(devices[start:index]), cores[start]))
+    for index in range(1, len(order) + 1):
+        if index == len(order) or key[index] != key[start]:
+            lines.append(
+                GresLine(
+                    key[start][0], compress(f"/dev/nvidia{n}" for n in order[start:index]), key[start][1]
+                )
+            )
             start = index
     return lines
 
@@ -169,7 +183,6 @@ def gres_conf_lines(node_type: NodeType) -> list[str]:
     gpus = node_type.gpus
     assert gpus is not None
     autodetect = effective_autodetect(gpus.autodetect, gpus.sharing)
-    kind = f" Type={gpus.model}" if gpus.model else ""
     if gpus.sharing is not None and gpus.sharing.mig is not None:
         # NVML reports each instance with its profile; a Count= line would ask for the sanity
         # check Slurm does not support with MIG.
@@ -178,10 +191,14 @@ def gres_conf_lines(node_type: NodeType) -> list[str]:
     if autodetect != "off":
         lines.append(f"AutoDetect={autodetect}")
         if not gpus.devices:
-            lines.append(f"Name=gpu{kind} Count={gpus.count}")
+            lines.extend(f"Name=gpu{_type(model)} Count={count}" for model, count in gpus.kinds())
             return lines + shared_gres_lines(node_type, None)
         # A site's File= lines beside AutoDetect are kept: slurmd checks the detected GPUs by them.
     for gres in gres_lines(node_type):
         cores = f" Cores={gres.cores}" if gres.cores else ""
-        lines.append(f"Name=gpu{kind} File={gres.devices}{cores}")
+        lines.append(f"Name=gpu{_type(gres.model)} File={gres.devices}{cores}")
     return lines + shared_gres_lines(node_type, devices_in_order(gpus))
+
+
+def _type(model: str | None) -> str:
+    return f" Type={model}" if model else ""

@@ -22,7 +22,6 @@ from gpucluster.model.sharing import (
     GpuSharing,
     NodeKind,
     mig_counts,
-    slurm_gres,
     tenant_units,
 )
 
@@ -40,7 +39,7 @@ def node_gres(node_type: NodeType) -> str:
     """The Gres= value of a node of this type."""
     gpus = node_type.gpus
     assert gpus is not None
-    return slurm_gres(gpus.model, gpus.count, gpus.sharing).text
+    return gpus.gres().text
 
 
 def gres_unit_count(node_type: NodeType) -> int:
@@ -96,7 +95,7 @@ def node_kinds(cluster: Cluster) -> list[NodeKind]:
         gpus = node_type.gpus
         if gpus is None:
             continue
-        tres = slurm_gres(gpus.model, gpus.count, gpus.sharing).tres(bool(gpus.sharing and gpus.sharing.mig))
+        tres = gpus.gres().tres(bool(gpus.sharing and gpus.sharing.mig))
         key = f"{cluster.node_type_of[host]}:{sorted(tres.items())}"
         known = kinds.get(key)
         units = {t: n + (known.units.get(t, 0) if known else 0) for t, n in tres.items()}

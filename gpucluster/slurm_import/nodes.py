@@ -58,6 +58,8 @@ class Hardware:
     state: str | None
     # Shared GPUs the Gres says besides: (("shard", node total), ("mps", node total)).
     shared: tuple[tuple[str, int], ...] = ()
+    # GPUs of several types on the node: ((type, count), ...) in the Gres' order; gres their total.
+    types: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass
@@ -107,8 +109,9 @@ class NodeImport:
         state = options.pop("State", None)
         gres_value: tuple[str | None, int] | None = None
         shared: tuple[tuple[str, int], ...] = ()
+        types: tuple[tuple[str, int], ...] = ()
         if gres is not None:
-            gres_value, shared = self.gres(gres)
+            gres_value, shared, types = self.gres(gres)
         features = self._features(feature) if feature is not None else ()
         weight_value = self._weight(weight) if weight is not None else None
         state_value = self._state(state) if state is not None else None
@@ -124,6 +127,7 @@ class NodeImport:
             gres_value,
             state_value,
             shared,
+            types,
         )
         if memory is not None:
             self.place(memory, NATIVE, "cluster.node_types.<type>.memory_mb")
@@ -245,9 +249,12 @@ class NodeImport:
             self.place(setting, EXTRA, f"cluster.node_types.<type>.extra.{name}")
         return extra
 
-    def gres(self, setting: Setting) -> tuple[tuple[str | None, int] | None, tuple[tuple[str, int], ...]]:
-        """(GPU type, count) of a NodeName line's Gres, and its shards or MPS shares (node totals:
-        gpus.sharing.shard and .mps per GPU)."""
+    def gres(
+        self, setting: Setting
+    ) -> tuple[tuple[str | None, int] | None, tuple[tuple[str, int], ...], tuple[tuple[str, int], ...]]:
+        """(GPU type, count) of a NodeName line's Gres, its shards or MPS shares (node totals:
+        gpus.sharing.shard and .mps per GPU), and its GPU types when it has several (the first
+        then (None, their total))."""
         found: list[tuple[str | None, int]] = []
         shared: list[tuple[str, int]] = []
         for item in split_list(setting.value):
@@ -261,29 +268,54 @@ class NodeImport:
                     setting,
                     f"Gres {item}: gpucluster models GPUs (gpu:<type>:<count> or gpu:<count>), shards and MPS only",
                 )
-                return None, ()
+                return None, (), ()
             if len(parts) == 2:
                 found.append((None, int(parts[1])) if parts[1].isdigit() else (parts[1], 1))
             elif len(parts) == 3 and parts[2].isdigit():
                 found.append((parts[1], int(parts[2])))
             else:
                 self.refuse(setting, f"Gres {item}: not gpu:<type>:<count>")
-                return None, ()
+                return None, (), ()
         if len(found) > 1:
-            self.refuse(setting, "GPUs of several types on one node: gpucluster models one GPU type per node")
-            return None, ()
+            return self.several_types(setting, found, shared)
         if len({name for name, _ in shared}) > 1 or len(shared) != len({n for n, _ in shared}):
             self.refuse(
                 setting, "shard and mps on one node: gpucluster shares a node type's GPUs one way in Slurm"
             )
-            return None, ()
+            return None, (), ()
         if shared and not found:
             self.refuse(setting, f"Gres {setting.value}: shards or MPS without GPUs to share")
-            return None, ()
+            return None, (), ()
         if not found:
-            return None, ()
+            return None, (), ()
         self.place(setting, NATIVE, "cluster.node_types.<type>.gpus")
-        return found[0], tuple(shared)
+        return found[0], tuple(shared), ()
+
+    def several_types(
+        self, setting: Setting, found: list[tuple[str | None, int]], shared: list[tuple[str, int]]
+    ) -> tuple[tuple[str | None, int] | None, tuple[tuple[str, int], ...], tuple[tuple[str, int], ...]]:
+        """A Gres of GPUs of several types (gpu:titanx:3,gpu:gtx1080:1): gpus.types."""
+        names = [name for name, _ in found]
+        if None in names:
+            self.refuse(
+                setting,
+                f"Gres {setting.value}: typed and untyped GPUs on one node: give every GPU its type",
+            )
+            return None, (), ()
+        twice = sorted({n for n in names if n is not None and names.count(n) > 1})
+        if twice:
+            self.refuse(setting, f"Gres {setting.value}: gpu:{twice[0]} is given twice: give it one count")
+            return None, (), ()
+        if shared:
+            self.refuse(
+                setting,
+                f"Gres {setting.value}: shards or MPS on a node of several GPU types: gpucluster shares "
+                "GPUs of one type",
+            )
+            return None, (), ()
+        self.place(setting, NATIVE, "cluster.node_types.<type>.gpus.types")
+        types = tuple((name or "", count) for name, count in found)
+        return (None, sum(count for _, count in types)), (), types
 
     def shared_gpus(self, host: str, hardware: Hardware, spec: dict[str, Any]) -> None:
         """gpus.sharing from the Gres' shard or MPS total, per GPU; gres.conf's lines of them must
@@ -333,24 +365,13 @@ class NodeImport:
         cores and autodetection from gres.conf."""
         if hardware.gres is None:
             return None
+        if hardware.types:
+            return self.typed_gpu_spec(host, hardware, layout)
         model, count = hardware.gres
         spec: dict[str, Any] = {"model": model, "count": count} if model else {"count": count}
         self.shared_gpus(host, hardware, spec)
         auto = self.view.autodetect.get(host, "off")
-        lines = [
-            line for line in self.view.gres.get(host, []) if line.options.get("name", "").lower() == "gpu"
-        ]
-        for line in lines:
-            for option in ("links", "flags", "multiplefiles"):
-                if option in line.options:
-                    self.g.problems.append(
-                        _problem(
-                            line.where,
-                            option,
-                            f"refused: gres.conf {option.capitalize()}= is not carried (gpucluster writes File= and Cores=)",
-                        )
-                    )
-                    self.refused_nodes = True
+        lines = self.gpu_lines(host)
         typed = {line.options.get("type") for line in lines}
         if model is None and len(typed) == 1 and None not in typed and _device_count(lines) == count:
             # slurmctld takes the type of gres.conf for an untyped Gres= (gres.c, once slurmd registers).
@@ -446,6 +467,144 @@ class NodeImport:
             listed = [core_text(c or "") for c in cores_of]
             if listed != default_affinity(layout, count):
                 spec["affinity"] = listed
+        return spec
+
+    def gpu_lines(self, host: str) -> list[Any]:
+        """The host's gres.conf lines of GPUs; options gpucluster does not carry refused."""
+        lines = [
+            line for line in self.view.gres.get(host, []) if line.options.get("name", "").lower() == "gpu"
+        ]
+        for line in lines:
+            for option in ("links", "flags", "multiplefiles"):
+                if option in line.options:
+                    self.g.problems.append(
+                        _problem(
+                            line.where,
+                            option,
+                            f"refused: gres.conf {option.capitalize()}= is not carried (gpucluster writes File= and Cores=)",
+                        )
+                    )
+                    self.refused_nodes = True
+        return lines
+
+    def typed_gpu_spec(self, host: str, hardware: Hardware, layout: dict[str, Any]) -> dict[str, Any]:
+        """A node of several GPU types: each type's count from the Gres, its device files from
+        gres.conf's lines of that type, the cores of every GPU in device order (gpus.affinity)."""
+        count = sum(n for _, n in hardware.types)
+        models = [m for m, _ in hardware.types]
+        types: list[dict[str, Any]] = [{"model": m, "count": n} for m, n in hardware.types]
+        spec: dict[str, Any] = {"types": types}
+        auto = self.view.autodetect.get(host, "off")
+        detected = auto in ("nvml", "nvidia")
+        lines = self.gpu_lines(host)
+        if not detected and auto not in ("off", "", "no"):
+            self.g.problems.append(
+                _problem(None, "AutoDetect", f"refused: AutoDetect={auto} (gpucluster knows nvml and nvidia)")
+            )
+            self.refused_nodes = True
+            return spec
+        if detected:
+            spec["autodetect"] = auto
+        files: list[tuple[int, str | None]] = []
+        of_type: dict[str, list[int]] = {m: [] for m in models}
+        for line in lines:
+            kind = line.options.get("type")
+            if "file" not in line.options or kind is None:
+                if detected:
+                    continue  # the driver names each GPU's type and file
+                self.g.problems.append(
+                    _problem(
+                        line.where,
+                        "File" if kind is not None else "Type",
+                        f"refused: {host} has GPUs of several types: each gres.conf line names its Type= and File=",
+                    )
+                )
+                self.refused_nodes = True
+                return spec
+            if kind not in of_type:
+                self.g.problems.append(
+                    _problem(
+                        line.where,
+                        "Type",
+                        f"refused: gres.conf says Type={kind} where slurm.conf's Gres says {', '.join(models)}",
+                    )
+                )
+                self.refused_nodes = True
+                return spec
+            for name in expand(line.options["file"]):
+                match = _GPU_FILE.match(name)
+                if match is None:
+                    self.g.problems.append(
+                        _problem(
+                            line.where, "File", f"refused: {name} is not a GPU device file /dev/nvidia<N>"
+                        )
+                    )
+                    self.refused_nodes = True
+                    return spec
+                files.append((int(match.group(1)), line.options.get("cores")))
+                of_type[kind].append(int(match.group(1)))
+        if not files:
+            if detected:
+                return spec
+            return self.assumed_typed_devices(host, spec, layout)
+        for entry, (model, number) in zip(types, hardware.types, strict=True):
+            entry["devices"] = compress(f"/dev/nvidia{n}" for n in of_type[model])
+            if len(of_type[model]) != number:
+                self.g.problems.append(
+                    _problem(
+                        lines[0].where,
+                        "File",
+                        f"refused: slurm.conf gives {host} {number} GPUs of type {model} and gres.conf "
+                        f"{len(of_type[model])} device files ({entry['devices'] or 'none'}): slurmd would "
+                        "report the difference and slurmctld drain the node",
+                    )
+                )
+                self.refused_nodes = True
+                return spec
+        files.sort()
+        if [n for n, _ in files] != list(range(count)):
+            devices = compress(f"/dev/nvidia{n}" for n, _ in files)
+            self.g.problems.append(
+                _problem(
+                    lines[0].where,
+                    "File",
+                    f"refused: {host}'s GPU device files are {devices}; gpucluster's are /dev/nvidia0 to "
+                    f"/dev/nvidia{count - 1}",
+                )
+            )
+            self.refused_nodes = True
+            return spec
+        cores_of = self.known_cores([c for _, c in files], layout, lines[0].where)
+        if all(c is None for c in cores_of):
+            if "sockets" in layout and not detected:
+                spec["affinity"] = "none"
+        elif any(c is None for c in cores_of):
+            self.g.problems.append(
+                _problem(
+                    lines[0].where,
+                    "Cores",
+                    f"refused: {host}'s gres.conf gives Cores= for some GPUs and not others",
+                )
+            )
+            self.refused_nodes = True
+        else:
+            listed = [core_text(c or "") for c in cores_of]
+            if listed != default_affinity(layout, count):
+                spec["affinity"] = listed
+        return spec
+
+    def assumed_typed_devices(
+        self, host: str, spec: dict[str, Any], layout: dict[str, Any]
+    ) -> dict[str, Any]:
+        """A node of several GPU types whose gres.conf the input lacks: the driver's device files
+        are assumed in the Gres' order (its first type /dev/nvidia0...), said as for one type."""
+        first = 0
+        for entry in spec["types"]:
+            entry["devices"] = compress(f"/dev/nvidia{n}" for n in range(first, first + entry["count"]))
+            first += entry["count"]
+        if "sockets" in layout:
+            spec["affinity"] = "none"
+        self.assumed_hosts.append(host)
         return spec
 
     def known_cores(self, cores_of: list[str | None], layout: dict[str, Any], where: Any) -> list[str | None]:
@@ -593,7 +752,13 @@ class NodeImport:
         by_type: dict[tuple[Any, ...], list[str]] = {}
         frozen: dict[int, Any] = {}  # the GPUs of many hosts are one object: freeze each once
         for host, (hardware, _, gpus) in records.items():
-            model = None if gpus is None else gpus.get("model", "")
+            model = (
+                None
+                if gpus is None
+                else "+".join(t["model"] for t in gpus["types"])
+                if "types" in gpus
+                else gpus.get("model", "")
+            )
             by_type.setdefault((hardware.layout, model, gpus is None), []).append(host)
             if id(gpus) not in frozen:
                 frozen[id(gpus)] = _frozen(gpus)
@@ -905,9 +1070,8 @@ class NodeImport:
             if not gpus:
                 continue
             memory = entry.get("memory_mb", node_type.get("memory_mb"))
-            shares.append(
-                (_cpus(node_type) // gpus["count"], None if memory is None else memory // gpus["count"])
-            )
+            count = _gpu_total(gpus)
+            shares.append((_cpus(node_type) // count, None if memory is None else memory // count))
         if not shares:
             return
         derived_cpus = min(c for c, _ in shares) or None
@@ -1233,31 +1397,33 @@ def _most_common(values: Any) -> Any:
 
 
 def _frozen(gpus: dict[str, Any] | None) -> Any:
+    """gpus as a hashable value (its dicts, sharing and each of types, as ("dict", items))."""
     if gpus is None:
         return None
-    return tuple(
-        (
-            k,
-            tuple(v)
-            if isinstance(v, list)
-            else ("dict", tuple(sorted(v.items())))
-            if isinstance(v, dict)
-            else v,
-        )
-        for k, v in gpus.items()
-    )
+    return tuple((k, _freeze(dict(sorted(v.items())) if k == "sharing" else v)) for k, v in gpus.items())
+
+
+def _freeze(value: Any) -> Any:
+    # A dict keeps its order (each of types: model, count, devices).
+    if isinstance(value, dict):
+        return ("dict", tuple((k, _freeze(v)) for k, v in value.items()))
+    if isinstance(value, list):
+        return ("list", tuple(_freeze(v) for v in value))
+    return value
+
+
+def _thaw(value: Any) -> Any:
+    if isinstance(value, tuple) and len(value) == 2 and value[0] == "dict":
+        return {k: _thaw(v) for k, v in value[1]}
+    if isinstance(value, tuple) and len(value) == 2 and value[0] == "list":
+        return [_thaw(v) for v in value[1]]
+    return value
 
 
 def _thawed(frozen: Any) -> dict[str, Any] | None:
     if frozen is None:
         return None
-    out: dict[str, Any] = {}
-    for k, v in frozen:
-        if isinstance(v, tuple) and len(v) == 2 and v[0] == "dict":  # gpus.sharing
-            out[k] = dict(v[1])
-        else:
-            out[k] = list(v) if isinstance(v, tuple) else v
-    return out
+    return {k: _thaw(v) for k, v in frozen}
 
 
 _TYPE_ORDER = (
@@ -1268,6 +1434,13 @@ _TYPE_ORDER = (
 
 def _ordered_type(node_type: dict[str, Any]) -> dict[str, Any]:
     return {key: node_type[key] for key in _TYPE_ORDER if key in node_type}
+
+
+def _gpu_total(gpus: dict[str, Any]) -> int:
+    """A node's GPUs: gpus.count, or its types' total."""
+    if "count" in gpus:
+        return int(gpus["count"])
+    return sum(int(t["count"]) for t in gpus.get("types", []))
 
 
 def _cpus(node_type: dict[str, Any]) -> int:

@@ -14,7 +14,6 @@ from enum import StrEnum
 from typing import Any, TypeVar
 
 from gpucluster.hostlists import compress, expand
-from gpucluster.model.sharing import slurm_gres
 from gpucluster.slurm import accounts
 from gpucluster.verify import parse
 from gpucluster.verify.observed import Command, ControllerSeen, HostSeen, JobRun, Observations
@@ -247,14 +246,7 @@ def check_nodes(plan: Plan, seen: Observations) -> CheckResult:
             "GRES": (
                 # Its GPUs (or MIG instances), shards and MPS shares, as slurm.conf's Gres= says them.
                 ",".join(
-                    sorted(
-                        {
-                            f"{name}:{count}"
-                            for name, count in slurm_gres(gpus.model, gpus.count, gpus.sharing).entries
-                        }
-                        if gpus
-                        else set()
-                    )
+                    sorted({f"{name}:{count}" for name, count in gpus.gres().entries} if gpus else set())
                 ),
                 ",".join(sorted(parse.gres(fields.get("Gres")))),
             ),

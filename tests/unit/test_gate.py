@@ -147,7 +147,7 @@ class GateNode(FakeNode):
         gate: dict[str, Any] | None = self.state().get("gate")
         return gate
 
-    def wait_burn_in(self, timeout: float = 60) -> None:
+    def wait_burn_in(self, timeout: float = 180) -> None:
         """Until the detached burn-in has given its verdict."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

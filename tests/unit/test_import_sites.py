@@ -114,6 +114,16 @@ SITES = {
         ),
         shorter=False,
     ),
+    "mixed-cards": Site(
+        "22.05",
+        (("card3", "hosts/card3-gres.conf"),),
+        (
+            ("Gres=gpu:titanx:3,gpu:gtx1080:1", "native"),
+            ("Gres=gpu:titanx:2,gpu:k40:1,gpu:gtx1080:1", "native"),
+            ("gres.conf of card4 (not in the input)", "assumed"),
+        ),
+        shorter=False,
+    ),
     "fabric-islands": Site(
         "22.05",
         expect=(
