@@ -135,6 +135,8 @@ def translate(key: str, value: str, target: Release, first_without: str | None) 
         return _dropped("Slurm 21.08 removed AccountingStoreJobComment; off is the default")
     if lower == "sallocdefaultcommand":
         return _salloc_default(text)
+    if lower == "taskpluginparam":
+        return _task_plugin_param(text)
     if lower in REMOVED:
         removed_in, instead = REMOVED[lower]
         return _dropped(f"Slurm {removed_in} removed {key}; it is replaced by {instead}")
@@ -157,6 +159,20 @@ def translate(key: str, value: str, target: Release, first_without: str | None) 
     if first_without is not None:
         return _dropped(f"Slurm {first_without} and later have no {key} (slurm.conf(5) of the release)")
     return None
+
+
+def _task_plugin_param(text: str) -> Translation | None:
+    """TaskPluginParam's Sched (task/affinity binding with sched_setaffinity rather than cpusets):
+    the cpuset mode went in 20.11, and every release gpucluster targets stops on the value
+    (`Bad TaskPluginParam: Sched`), binding with sched_setaffinity anyway."""
+    values = [v for v in text.split(",") if v.strip()]
+    kept = [v for v in values if v.strip().lower() != "sched"]
+    if len(kept) == len(values):
+        return None
+    reason = "Slurm 22.05 and later have no TaskPluginParam=Sched: task/affinity binds with sched_setaffinity"
+    if not kept:
+        return _dropped(reason)
+    return _mapped(reason, ("TaskPluginParam", ",".join(kept)))
 
 
 def _salloc_default(command: str) -> Translation:

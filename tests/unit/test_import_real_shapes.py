@@ -159,6 +159,17 @@ CASES = {
         version="22.05",
         rendered=("LaunchParameters=use_interactive_step", 'InteractiveStepOptions="-n1 --pty $SHELL"'),
     ),
+    "TaskPluginParam=Sched": Case(
+        HEAD + "TaskPlugin=task/affinity\nTaskPluginParam=Sched\n" + NODES,
+        (("TaskPluginParam=Sched", "dropped"),),
+        version="22.05",
+    ),
+    "TaskPluginParam=Sched,None": Case(
+        HEAD + "TaskPlugin=task/affinity\nTaskPluginParam=Sched,None\n" + NODES,
+        (("TaskPluginParam=Sched,None", "mapped"),),
+        version="22.05",
+        rendered=("TaskPluginParam=None",),
+    ),
     "cgroup.conf keys of old releases": Case(
         HEAD + NODES,
         (
