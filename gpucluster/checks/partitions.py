@@ -31,6 +31,13 @@ def check_default_partition(r: Resolution) -> None:
     without one slurmctld logs `default partition not set` and refuses every job that names
     no partition; with two it keeps the last. Bare-metal Slurm may do either on purpose."""
     slurm = r.spec.slurm
+    if not r.spec.partitions and Owner.SLURM in r.cluster.owner_of.values():
+        r.fail(
+            ["partitions"],
+            "no partition: slurmctld stops without one (`No PartitionName information available!`); "
+            "add one holding the Slurm nodes, e.g. `- {name: batch, nodes: [<group>], default: true}`",
+        )
+        return
     by_owner = _defaults_by_owner(r.cluster)
     for owner, (names, defaults) in by_owner.items():
         which = "" if len(by_owner) == 1 else f" of {owner}"

@@ -125,9 +125,6 @@ CASES = {
     "a node in no partition": Case(
         HEAD + NODES.replace("Nodes=n[1-2]", "Nodes=n1"), inventory=("hosts_in_no_partition:",)
     ),
-    "no partition at all": Case(
-        HEAD + NODES.split("PartitionName")[0], inventory=("hosts_in_no_partition:",), version="22.05"
-    ),
     "global per-GPU defaults": Case(
         HEAD + "GresTypes=gpu\nDefCpuPerGPU=2\nDefMemPerGPU=8000\n" + GPU_NODES,
         (("DefCpuPerGPU=2", "mapped"), ("DefMemPerGPU=8000", "mapped")),
@@ -341,6 +338,8 @@ REFUSED = {
     "NodeAddr short of the nodes": (
         HEAD + NODES.replace("CPUs=8", "NodeAddr=10.1.0.1 CPUs=8"), {}, "slurm.conf:6", "NodeAddr",
     ),
+    # slurmctld stops without a partition: `fatal: No PartitionName information available!`.
+    "no partition at all": (HEAD + NODES.split("PartitionName")[0], {}, "slurm.conf", "no partition"),
     "a file gpucluster does not write": (
         HEAD + NODES, {"job_container.conf": "BasePath=/scratch\n"}, "job_container.conf:1", "job_container.conf",
     ),

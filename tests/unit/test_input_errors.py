@@ -331,3 +331,8 @@ def test_a_setting_whose_key_the_release_lacks_is_refused(inventories: Inventory
     assert [p.split(": ", 1)[1] for p in found] == [
         "cluster.slurm.timeouts.get_env: Slurm 26.05 has no GetEnvTimeout (slurm.conf(5) of the release): remove it"
     ]
+
+
+def test_slurm_nodes_without_any_partition_are_refused(inventories: InventoryFactory) -> None:
+    found = problems(edited(inventories, lambda c: c.pop("partitions")))
+    assert any("no partition: slurmctld stops without one" in p for p in found), found
