@@ -93,9 +93,9 @@ def ran(log: str, header: str) -> bool:
 
 def rows_a_lab_skips() -> set[str]:
     """`lab verify` rows no lab can pass, each said plainly as skipped: nccl-tests (not in the
-    lab), the driver stack (the lab's GPUs are device files, no driver the inventory manages), and
-    Pyxis unless GPUCLUSTER_PYXIS_SOURCES names its archives (test_containers.py runs the jobs)."""
-    rows = {"nccl", "gpu-driver", "gpu-services"}
+    lab), the driver stack (the lab's GPUs are device files, no driver the inventory manages), the
+    return-to-service gate (the lab's inventory sets no cluster.gate), and Pyxis unless GPUCLUSTER_PYXIS_SOURCES names its archives (test_containers.py runs the jobs)."""
+    rows = {"nccl", "gpu-driver", "gpu-services", "gate"}
     if not os.environ.get("GPUCLUSTER_PYXIS_SOURCES"):
         rows.add("pyxis")
     return rows

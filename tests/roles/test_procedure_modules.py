@@ -270,3 +270,33 @@ def test_the_wait_is_bounded_by_what_the_jobs_may_run() -> None:
         "the longest MaxTime of their partitions, 7-00:00:00",
     )
     assert leaving.wait_bound({"gpu01": ["infinite"]}, ["gpu01"], None)[0] == 3600
+
+
+# gpu03 as the lab's 26.05 slurmctld showed it (CI of branch next): drained by slurmctld at 14:51:09
+# while its slurmd ran the old files, slurmd restarted on the new files at 14:51:24.
+SHOW_NODES = (
+    "NodeName=gpu03 Arch=x86_64 CoresPerSocket=2 CPUAlloc=0 Gres=gpu:h100:1(S:0),shard:h100:4(S:0) "
+    "State=IDLE+DRAIN SlurmdStartTime=2026-11-27T14:51:24 Partitions=gpu "
+    "Reason=gres/shard count reported lower than configured (0 < 4) [slurm@2026-11-27T14:51:09]\n"
+    "NodeName=gpu04 State=IDLE+DRAIN SlurmdStartTime=2026-11-27T14:51:24 "
+    "Reason=gres/gpu count reported lower than configured (1 < 8) [slurm@2026-11-27T14:52:30]\n"
+    "NodeName=gpu01 State=IDLE+DRAIN SlurmdStartTime=2026-11-27T14:51:24 "
+    "Reason=Low RealMemory (reported:512 < 100.00% of configured:1024) [root@2026-11-27T14:50:00]\n"
+    "NodeName=gpu02 State=IDLE+DRAIN SlurmdStartTime=2026-11-27T14:51:24 "
+    "Reason=maintenance: new PSU [root@2026-11-27T14:00:00]\n"
+    "NodeName=gpu05 State=IDLE SlurmdStartTime=2026-11-27T14:51:24\n"
+)
+
+
+def test_only_slurms_own_mismatch_drains_from_before_slurmd_restarted_are_resumed() -> None:
+    drains = load_module("slurm_config_drains")
+    nodes = drains.records(SHOW_NODES)
+    assert nodes["gpu03"]["Reason"].endswith("[slurm@2026-11-27T14:51:09]")
+    decided = {name: drains.stale_drain(fields, "slurm") for name, fields in nodes.items()}
+    assert decided == {
+        "gpu03": (True, True),  # resumed: the old slurmd's counts
+        "gpu04": (True, False),  # the new slurmd mismatches too: left drained
+        "gpu01": (False, False),  # set by root, not by slurmctld's check
+        "gpu02": (False, False),  # an administrator's reason
+        "gpu05": (False, False),  # not drained
+    }
