@@ -81,7 +81,7 @@ def job_field(lab_env: Lab, job: str, name: str) -> str:
     return found.group(1) if found else ""
 
 
-def held_job(lab_env: Lab, user: str, gres: str, node: str, name: str) -> str:
+def held_job(lab_env: Lab, user: str, gres: str, node: str, name: str, minutes: int = 10) -> str:
     """A job that writes its GPU environment to the shared scratch, then runs until released."""
     script = (
         f"env | grep -E '^(CUDA_|SLURM_SHARDS_ON_NODE|SLURM_JOB_ACCOUNT)' | sort > {SHARED_DIR}/{name}.env; "
@@ -91,7 +91,7 @@ def held_job(lab_env: Lab, user: str, gres: str, node: str, name: str) -> str:
         f"--job-name={name}",
         f"--nodelist={node}",
         f"--gres={gres}",
-        "--time=10",
+        f"--time={minutes}",
         f"--wrap={script}",
         user=user,
     )
@@ -156,8 +156,10 @@ def sharing_proof(lab_env: Lab, mps: bool) -> list[str]:
     wait_state(lab_env, first, "RUNNING")
     waiting = held_job(lab_env, "bob", "shard:2", "gpu03", "shard-b")
     wait_state(lab_env, waiting, "PENDING", "Resources")
-    second = held_job(lab_env, "bob", "shard:1", "gpu03", "shard-c")
-    wait_state(lab_env, second, "RUNNING", timeout=120)  # backfill starts it beside the first
+    # Backfill starts it beside the first: asking less time than the first has left, it cannot
+    # delay the waiting job (whose planned start is the first's end). Asking as long, it would wait.
+    second = held_job(lab_env, "bob", "shard:1", "gpu03", "shard-c", minutes=5)
+    wait_state(lab_env, second, "RUNNING", timeout=120)
     a, c = wait_env(lab_env, "shard-a"), wait_env(lab_env, "shard-c")
     assert (a["CUDA_VISIBLE_DEVICES"], a["SLURM_SHARDS_ON_NODE"]) == ("0", "3"), a
     assert (c["CUDA_VISIBLE_DEVICES"], c["SLURM_SHARDS_ON_NODE"]) == ("0", "1"), c
