@@ -416,18 +416,10 @@ class NodeImport:
         for line in lines:
             if "file" not in line.options:
                 continue
-            cores = line.options.get("cores")
-            for name in expand(line.options["file"]):
-                match = _GPU_FILE.match(name)
-                if match is None:
-                    self.g.problems.append(
-                        _problem(
-                            line.where, "File", f"refused: {name} is not a GPU device file /dev/nvidia<N>"
-                        )
-                    )
-                    self.refused_nodes = True
-                    return spec
-                files.append((int(match.group(1)), cores))
+            numbers = self.line_devices(line)
+            if numbers is None:
+                return spec
+            files += [(n, line.options.get("cores")) for n in numbers]
         if not files and not lines:
             return self.assumed_devices(host, spec, count, layout)
         if not files:
@@ -454,20 +446,47 @@ class NodeImport:
             )
             self.g.problems.append(_problem(lines[0].where if lines else None, "File", f"refused: {why}"))
             self.refused_nodes = True
-        cores_of = self.known_cores([c for _, c in files], layout, lines[0].where if lines else None)
+        self.affinity(spec, host, [c for _, c in files], layout, lines[0].where if lines else None, detected)
+        return spec
+
+    def refuse_at(self, where: Any, key: str, message: str) -> None:
+        """A refusal at a gres.conf line (or a host's key), and the nodes refused with it."""
+        self.g.problems.append(_problem(where, key, f"refused: {message}"))
+        self.refused_nodes = True
+
+    def affinity(
+        self,
+        spec: dict[str, Any],
+        host: str,
+        cores_of: list[str | None],
+        layout: dict[str, Any],
+        where: Any,
+        detected: bool,
+    ) -> None:
+        """gpus.affinity from the Cores= of each GPU in device order: none given, `none` (on a
+        node whose sockets are known); the default's, nothing; else the list."""
+        cores_of = self.known_cores(cores_of, layout, where)
         if all(c is None for c in cores_of):
             if "sockets" in layout and not detected:
                 spec["affinity"] = "none"
         elif any(c is None for c in cores_of):
-            self.g.problems.append(
-                _problem(None, host, "refused: gres.conf gives Cores= for some GPUs and not others")
-            )
-            self.refused_nodes = True
+            self.refuse_at(where, "Cores", f"{host}'s gres.conf gives Cores= for some GPUs and not others")
         else:
             listed = [core_text(c or "") for c in cores_of]
-            if listed != default_affinity(layout, count):
+            if listed != default_affinity(layout, len(cores_of)):
                 spec["affinity"] = listed
-        return spec
+
+    def line_devices(self, line: Any) -> list[int] | None:
+        """The GPU numbers of a gres.conf line's File= (/dev/nvidia<N>); None, refused, for any
+        other file."""
+        numbers = []
+        for name in expand(line.options["file"]):
+            match = _GPU_FILE.match(name)
+            if match is None:
+                self.refuse_at(line.where, "File", f"{name} is not a GPU device file /dev/nvidia<N>")
+                return None
+            numbers.append(int(match.group(1)))
+        return numbers
 
     def gpu_lines(self, host: str) -> list[Any]:
         """The host's gres.conf lines of GPUs; options gpucluster does not carry refused."""
@@ -477,14 +496,11 @@ class NodeImport:
         for line in lines:
             for option in ("links", "flags", "multiplefiles"):
                 if option in line.options:
-                    self.g.problems.append(
-                        _problem(
-                            line.where,
-                            option,
-                            f"refused: gres.conf {option.capitalize()}= is not carried (gpucluster writes File= and Cores=)",
-                        )
+                    self.refuse_at(
+                        line.where,
+                        option,
+                        f"gres.conf {option.capitalize()}= is not carried (gpucluster writes File= and Cores=)",
                     )
-                    self.refused_nodes = True
         return lines
 
     def typed_gpu_spec(self, host: str, hardware: Hardware, layout: dict[str, Any]) -> dict[str, Any]:
@@ -498,10 +514,7 @@ class NodeImport:
         detected = auto in ("nvml", "nvidia")
         lines = self.gpu_lines(host)
         if not detected and auto not in ("off", "", "no"):
-            self.g.problems.append(
-                _problem(None, "AutoDetect", f"refused: AutoDetect={auto} (gpucluster knows nvml and nvidia)")
-            )
-            self.refused_nodes = True
+            self.refuse_at(None, "AutoDetect", f"AutoDetect={auto} (gpucluster knows nvml and nvidia)")
             return spec
         if detected:
             spec["autodetect"] = auto
@@ -512,37 +525,24 @@ class NodeImport:
             if "file" not in line.options or kind is None:
                 if detected:
                     continue  # the driver names each GPU's type and file
-                self.g.problems.append(
-                    _problem(
-                        line.where,
-                        "File" if kind is not None else "Type",
-                        f"refused: {host} has GPUs of several types: each gres.conf line names its Type= and File=",
-                    )
+                self.refuse_at(
+                    line.where,
+                    "File" if kind is not None else "Type",
+                    f"{host} has GPUs of several types: each gres.conf line names its Type= and File=",
                 )
-                self.refused_nodes = True
                 return spec
             if kind not in of_type:
-                self.g.problems.append(
-                    _problem(
-                        line.where,
-                        "Type",
-                        f"refused: gres.conf says Type={kind} where slurm.conf's Gres says {', '.join(models)}",
-                    )
+                self.refuse_at(
+                    line.where,
+                    "Type",
+                    f"gres.conf says Type={kind} where slurm.conf's Gres says {', '.join(models)}",
                 )
-                self.refused_nodes = True
                 return spec
-            for name in expand(line.options["file"]):
-                match = _GPU_FILE.match(name)
-                if match is None:
-                    self.g.problems.append(
-                        _problem(
-                            line.where, "File", f"refused: {name} is not a GPU device file /dev/nvidia<N>"
-                        )
-                    )
-                    self.refused_nodes = True
-                    return spec
-                files.append((int(match.group(1)), line.options.get("cores")))
-                of_type[kind].append(int(match.group(1)))
+            numbers = self.line_devices(line)
+            if numbers is None:
+                return spec
+            files += [(n, line.options.get("cores")) for n in numbers]
+            of_type[kind] += numbers
         if not files:
             if detected:
                 return spec
@@ -550,47 +550,22 @@ class NodeImport:
         for entry, (model, number) in zip(types, hardware.types, strict=True):
             entry["devices"] = compress(f"/dev/nvidia{n}" for n in of_type[model])
             if len(of_type[model]) != number:
-                self.g.problems.append(
-                    _problem(
-                        lines[0].where,
-                        "File",
-                        f"refused: slurm.conf gives {host} {number} GPUs of type {model} and gres.conf "
-                        f"{len(of_type[model])} device files ({entry['devices'] or 'none'}): slurmd would "
-                        "report the difference and slurmctld drain the node",
-                    )
+                self.refuse_at(
+                    lines[0].where,
+                    "File",
+                    f"slurm.conf gives {host} {number} GPUs of type {model} and gres.conf {len(of_type[model])} device files ({entry['devices'] or 'none'}): slurmd would report the difference and slurmctld drain the node",
                 )
-                self.refused_nodes = True
                 return spec
         files.sort()
         if [n for n, _ in files] != list(range(count)):
             devices = compress(f"/dev/nvidia{n}" for n, _ in files)
-            self.g.problems.append(
-                _problem(
-                    lines[0].where,
-                    "File",
-                    f"refused: {host}'s GPU device files are {devices}; gpucluster's are /dev/nvidia0 to "
-                    f"/dev/nvidia{count - 1}",
-                )
+            self.refuse_at(
+                lines[0].where,
+                "File",
+                f"{host}'s GPU device files are {devices}; gpucluster's are /dev/nvidia0 to /dev/nvidia{count - 1}",
             )
-            self.refused_nodes = True
             return spec
-        cores_of = self.known_cores([c for _, c in files], layout, lines[0].where)
-        if all(c is None for c in cores_of):
-            if "sockets" in layout and not detected:
-                spec["affinity"] = "none"
-        elif any(c is None for c in cores_of):
-            self.g.problems.append(
-                _problem(
-                    lines[0].where,
-                    "Cores",
-                    f"refused: {host}'s gres.conf gives Cores= for some GPUs and not others",
-                )
-            )
-            self.refused_nodes = True
-        else:
-            listed = [core_text(c or "") for c in cores_of]
-            if listed != default_affinity(layout, count):
-                spec["affinity"] = listed
+        self.affinity(spec, host, [c for _, c in files], layout, lines[0].where if lines else None, detected)
         return spec
 
     def assumed_typed_devices(
