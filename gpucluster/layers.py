@@ -32,7 +32,7 @@ from gpucluster.checks.hosts import check_addresses, check_controllers, check_gp
 from gpucluster.checks.partitions import check_default_partition, check_partitioned, partition_warnings
 from gpucluster.checks.pools import check_pools
 from gpucluster.checks.power import check_power, check_power_release
-from gpucluster.checks.sharing import check_gpu_sharing, check_tenant_units
+from gpucluster.checks.sharing import check_gpu_sharing, check_one_sharing_gres, check_tenant_units
 from gpucluster.checks.storage import check_storage
 from gpucluster.checks.tenants import check_quotas, check_tenant_cycles, check_tenants
 from gpucluster.checks.users import check_users
@@ -106,6 +106,7 @@ CHECKS: tuple[Check, ...] = (
     Check("node groups: hosts, node types, owners", resolve_nodes),
     Check("GPU device lists", check_gpu_devices),
     Check("GPU sharing: MIG layouts", check_gpu_sharing),
+    Check("GPU sharing: shards or MPS per Slurm cluster", check_one_sharing_gres),
     Check("controllers", check_controllers),
     Check("partitions: their hosts", resolve_partitions),
     Check("partitions: every Slurm host in one", check_partitioned),

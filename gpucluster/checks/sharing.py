@@ -5,6 +5,7 @@ k8s/checks.py)."""
 
 from __future__ import annotations
 
+from gpucluster.model.base import Owner
 from gpucluster.model.sharing import (
     MIG_GPUS,
     MigGpu,
@@ -33,6 +34,30 @@ def check_gpu_sharing(r: Resolution) -> None:
     for index, node_type in r.cluster.overridden_types.items():
         if r.spec.nodes[index].gpus is not None:
             _check(r, node_type, ["nodes", index, "gpus", "sharing"])
+
+
+def check_one_sharing_gres(r: Resolution) -> None:
+    """Shards and MPS in one Slurm cluster (GresTypes=gpu,shard,mps): seen on the lab's 26.05, a
+    shard job then runs without CUDA_VISIBLE_DEVICES (the MPS plugin, holding nothing of the job,
+    unsets what the shard plugin set) and an MPS job gets CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=0."""
+    cluster = r.cluster
+    for owner in (Owner.SLURM, Owner.SLURM_ON_KUBERNETES):
+        kinds: dict[str, str] = {}  # shard / mps -> the first node type sharing that way
+        for host in cluster.hosts:
+            gpus = cluster.node_type(host).gpus
+            if cluster.owner_of.get(host) != owner or gpus is None or gpus.sharing is None:
+                continue
+            for kind in ("shard", "mps"):
+                if getattr(gpus.sharing, kind) is not None:
+                    kinds.setdefault(kind, cluster.node_type_of[host])
+        if len(kinds) == 2:
+            r.fail(
+                ["node_types", kinds["mps"], "gpus", "sharing", "mps"],
+                f"node type {kinds['shard']} shares its GPUs by shards and {kinds['mps']} by MPS in one "
+                "Slurm cluster: Slurm then runs shard jobs without CUDA_VISIBLE_DEVICES and gives MPS jobs "
+                "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=0 (both plugins set and unset the same variables); share "
+                "GPUs one of the two ways per Slurm cluster",
+            )
 
 
 def _check(r: Resolution, node_type: NodeType, parts: list[str | int]) -> None:

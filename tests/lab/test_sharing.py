@@ -40,18 +40,19 @@ pytestmark = pytest.mark.lab
 
 SHARED_DIR = "/scratch/gpucluster-sharing"
 ONE_GPU = 'model: h100, count: 1, devices: "/dev/nvidia0", memory_gb: 80'
-# gpu03: one GPU of 4 shards; gpu04: one GPU shared by MPS (100 shares). The tenants' numbers fit
-# the 18 GPUs left (16 on gpu01-02); research may hold 3 shards and 60 MPS shares at once.
-NODES = (
-    "    - {group: gpu_nodes, type: sim-h100}\n",
-    "    - {group: leaf1_nodes, type: sim-h100}\n"
-    f"    - {{group: gpu03, type: sim-h100, gpus: {{{ONE_GPU}, sharing: {{shard: 4}}}}}}\n",
-)
+# One way of sharing at a time (Slurm runs shard jobs without CUDA_VISIBLE_DEVICES when MPS is
+# configured beside them; gpucluster refuses the pair): gpu03's one GPU in 4 shards, or gpu04's one
+# GPU shared by MPS (100 shares). The tenants' numbers fit the GPUs left (16 on gpu01-02); research
+# may hold 3 shards, or 60 MPS shares.
+NODES = "    - {group: gpu_nodes, type: sim-h100}\n"
+LEAF1 = "    - {group: leaf1_nodes, type: sim-h100}\n"
+SHARD_NODE = f"    - {{group: gpu03, type: sim-h100, gpus: {{{ONE_GPU}, sharing: {{shard: 4}}}}}}\n"
+WHOLE_GPU03 = "    - {group: gpu03, type: sim-h100}\n"
 MPS_NODE = f"    - {{group: gpu04, type: sim-h100, gpus: {{{ONE_GPU}, sharing: {{mps: 100}}}}}}\n"
 WHOLE_GPU04 = "    - {group: gpu04, type: sim-h100}\n"
 TENANTS = {
     "      gpu_quota: 16\n      gpu_limit: 24\n      users: [alice, carol]\n": (
-        "      gpus: {slurm: {quota: 8, limit: 12, units: {shard: 3MPS_UNITS}}}\n      users: [alice, carol]\n"
+        "      gpus: {slurm: {quota: 8, limit: 12, units: {UNITS}}}\n      users: [alice, carol]\n"
     ),
     "      gpu_quota: 16\n      gpu_limit: 32\n      users: [bob]\n": (
         "      gpus: {slurm: {quota: 8, limit: 16}}\n      users: [bob]\n"
@@ -60,17 +61,17 @@ TENANTS = {
 
 
 def shared_inventory(mps: bool) -> Path:
-    """The running lab's own inventory with gpu03 (and with `mps` gpu04) sharing its GPU."""
+    """The running lab's own inventory with gpu03 sharing its GPU by shards, or with `mps` gpu04
+    sharing its GPU by MPS."""
     state = LabState.load()
     assert state is not None and state.inventory, "no lab is up"
     source = Path(state.inventory)
     text = (source / "group_vars" / "all" / "cluster.yml").read_text()
-    old, new = NODES
-    assert old in text, old
-    text = text.replace(old, new + (MPS_NODE if mps else WHOLE_GPU04))
+    assert NODES in text, NODES
+    text = text.replace(NODES, LEAF1 + (WHOLE_GPU03 + MPS_NODE if mps else SHARD_NODE + WHOLE_GPU04))
     for before, after in TENANTS.items():
         assert before in text, before
-        text = text.replace(before, after.replace("MPS_UNITS", ", mps: 60" if mps else ""))
+        text = text.replace(before, after.replace("UNITS", "mps: 60" if mps else "shard: 3"))
     target = inventory_dir(source)
     (target / "group_vars" / "all" / "cluster.yml").write_text(text)
     return target
@@ -126,11 +127,9 @@ def say(transcript: list[str], *lines: str) -> None:
     transcript.extend(lines)
 
 
-def sharing_proof(lab_env: Lab, mps: bool) -> list[str]:
-    """Apply the shared inventory, prove shards (and MPS), return what was run and seen."""
-    transcript: list[str] = []
-    inventory = shared_inventory(mps)
-    version = load_cluster(inventory).release
+def applied(lab_env: Lab, inventory: Path, node_name: str) -> str:
+    """The inventory applied to the live lab by playbooks/slurm.yml; `scontrol show node` of the
+    sharing node once every node responds."""
     run_playbook(inventory, lambda message: None)  # raises LabError, with the log's tail, on a failure
     lab_env.ok("install", "-d", "-m", "1777", SHARED_DIR)
     lab_env.wait(
@@ -138,12 +137,33 @@ def sharing_proof(lab_env: Lab, mps: bool) -> list[str]:
         90,
         "every node to respond",
     )
-    node = lab_env.ok("scontrol", "show", "node", "gpu03")
-    # Slurm >= 25.05 shows the shards with their GPU's type (shard:h100:4).
-    assert re.search(r"Gres=gpu:h100:1(\(S:[^)]*\))?,shard:(h100:)?4", node), node
+    node = lab_env.ok("scontrol", "show", "node", node_name)
     # Not drained by the change: slurmctld, restarted first, drains the node while its slurmd runs
     # the old files; the playbook lifts that drain once slurmd runs the new ones.
     assert "DRAIN" not in re.search(r"State=(\S+)", node).group(1), node  # type: ignore[union-attr]
+    return node
+
+
+def verified(inventory: Path) -> str:
+    """`gpucluster verify` of the shared inventory: its gpu-sharing row runs a job per way of sharing."""
+    results = verify_cluster(
+        load_cluster(inventory),
+        lambda playbook, extra: run_playbook(inventory, lambda message: None, playbook=playbook, extra=extra),
+    )
+    row = next(r for r in results if r.name == SHARING)
+    assert row.status == Status.PASS, row.detail
+    return f"gpucluster verify: {row.name} {row.status.value}: {row.detail}"
+
+
+def sharing_proof(lab_env: Lab, mps: bool) -> list[str]:
+    """Apply the shards inventory and prove shards; with `mps`, then the MPS inventory and prove
+    MPS. Return what was run and seen."""
+    transcript: list[str] = []
+    inventory = shared_inventory(mps=False)
+    version = load_cluster(inventory).release
+    node = applied(lab_env, inventory, "gpu03")
+    # Slurm >= 25.05 shows the shards with their GPU's type (shard:h100:4).
+    assert re.search(r"Gres=gpu:h100:1(\(S:[^)]*\))?,shard:(h100:)?4", node), node
     say(
         transcript,
         "$ scontrol show node gpu03 | grep Gres",
@@ -197,16 +217,13 @@ def sharing_proof(lab_env: Lab, mps: bool) -> list[str]:
         f"carol's shard:2 beside alice's shard:2: {job_field(lab_env, over, 'JobState')} "
         f"({job_field(lab_env, over, 'Reason')})")  # fmt: skip
     release_jobs(lab_env)
+    say(transcript, verified(inventory))
     if mps:
+        inventory = shared_inventory(mps=True)
+        node = applied(lab_env, inventory, "gpu04")
+        assert re.search(r"Gres=gpu:h100:1(\(S:[^)]*\))?,mps:(h100:)?100", node), node
         transcript += mps_proof(lab_env)
-    # `gpucluster verify` of the shared inventory: its gpu-sharing row runs a job per way of sharing.
-    results = verify_cluster(
-        load_cluster(inventory),
-        lambda playbook, extra: run_playbook(inventory, lambda message: None, playbook=playbook, extra=extra),
-    )
-    row = next(r for r in results if r.name == SHARING)
-    assert row.status == Status.PASS, row.detail
-    say(transcript, f"gpucluster verify: {row.name} {row.status.value}: {row.detail}")
+        say(transcript, verified(inventory))
     return transcript
 
 

@@ -316,3 +316,22 @@ def test_a_mig_layout_change_is_planned_drain_apply_restart_resume(inventories: 
     import jsonschema
 
     jsonschema.validate(result.as_dict(), plan_schema())
+
+
+def test_shards_and_mps_in_one_slurm_cluster_are_refused(inventories: InventoryFactory) -> None:
+    """rack1's GPUs by shards, rack2's by MPS: on the lab's 26.05 (GresTypes=gpu,shard,mps) the shard
+    job ran without CUDA_VISIBLE_DEVICES and the MPS job got CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=0."""
+    data = copy.deepcopy(BASE)
+    types = data["cluster"]["node_types"]
+    types["h100-mps"] = copy.deepcopy(types["h100"])
+    types["h100"]["gpus"]["sharing"] = {"shard": 4}
+    types["h100-mps"]["gpus"]["sharing"] = {"mps": 100}
+    data["cluster"]["nodes"] = [{"group": "rack1", "type": "h100"}, {"group": "rack2", "type": "h100-mps"}]
+    found = problems(inventories.make(SMALL_HOSTS, yaml.safe_dump(data, sort_keys=False)))
+    assert any(
+        "node_types.h100-mps.gpus.sharing.mps" in p and "one of the two ways per Slurm cluster" in p
+        for p in found
+    ), found
+    # Each way alone is valid.
+    types["h100-mps"]["gpus"]["sharing"] = {"shard": 2}
+    load_cluster(inventories.make(SMALL_HOSTS, yaml.safe_dump(data, sort_keys=False), name="shards"))
