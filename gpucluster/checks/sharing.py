@@ -42,21 +42,34 @@ def check_one_sharing_gres(r: Resolution) -> None:
     unsets what the shard plugin set) and an MPS job gets CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=0."""
     cluster = r.cluster
     for owner in (Owner.SLURM, Owner.SLURM_ON_KUBERNETES):
-        kinds: dict[str, str] = {}  # shard / mps -> the first node type sharing that way
+        # shard / mps -> where the first host sharing that way gets it: its node type, or the
+        # cluster.nodes entry that overrides its GPUs.
+        found: dict[str, tuple[list[str | int], str]] = {}
         for host in cluster.hosts:
             gpus = cluster.node_type(host).gpus
             if cluster.owner_of.get(host) != owner or gpus is None or gpus.sharing is None:
                 continue
+            entry = cluster.entry_of.get(host)
+            if (
+                entry is not None
+                and entry in cluster.overridden_types
+                and r.spec.nodes[entry].gpus is not None
+            ):
+                where: tuple[list[str | int], str] = (["nodes", entry], f"cluster.nodes[{entry}]")
+            else:
+                name = cluster.node_type_of[host]
+                where = (["node_types", name], f"node type {name}")
             for kind in ("shard", "mps"):
                 if getattr(gpus.sharing, kind) is not None:
-                    kinds.setdefault(kind, cluster.node_type_of[host])
-        if len(kinds) == 2:
+                    found.setdefault(kind, where)
+        if len(found) == 2:
+            parts, mps_name = found["mps"]
             r.fail(
-                ["node_types", kinds["mps"], "gpus", "sharing", "mps"],
-                f"node type {kinds['shard']} shares its GPUs by shards and {kinds['mps']} by MPS in one "
-                "Slurm cluster: Slurm then runs shard jobs without CUDA_VISIBLE_DEVICES and gives MPS jobs "
-                "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=0 (both plugins set and unset the same variables); share "
-                "GPUs one of the two ways per Slurm cluster",
+                [*parts, "gpus", "sharing", "mps"],
+                f"{found['shard'][1]} shares its GPUs by shards and {mps_name} by MPS in one Slurm "
+                "cluster: Slurm then runs shard jobs without CUDA_VISIBLE_DEVICES and gives MPS jobs "
+                "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=0 (both plugins set and unset the same variables); "
+                "share GPUs one of the two ways per Slurm cluster",
             )
 
 

@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 import hostlist
 from pydantic import BeforeValidator, ConfigDict, Field, StrictBool, field_validator, model_validator
 
-from gpucluster.hostlists import compress
+from gpucluster.hostlists import compress, expand
 from gpucluster.model.base import (
     MEMORY_MB_MAX,
     NAME_RE,
@@ -98,24 +98,32 @@ GPU_TYPES_DOC = (
 
 def _gpus_of_types(data: Any) -> Any:
     """gpus.count and gpus.devices of a node of several GPU types, when left out: the types'
-    total and their device files together (a list the checks then hold to /dev/nvidia0..N-1)."""
-    if not isinstance(data, dict) or not isinstance(data.get("types"), list):
-        return data
-    kinds = [t for t in data["types"] if isinstance(t, dict)]
-    if len(kinds) != len(data["types"]):
+    total and their device files together (a list the checks then hold to /dev/nvidia0..N-1).
+    Where the types themselves are wrong, their own errors say so: count is then only what keeps
+    a second, misleading `count: required` from being reported."""
+    if not isinstance(data, dict) or "types" not in data:
         return data
     out = dict(data)
-    counts = [t.get("count") for t in kinds]
-    if "count" not in out and counts and all(isinstance(c, int) and not isinstance(c, bool) for c in counts):
-        out["count"] = sum(c for c in counts if isinstance(c, int))
+    kinds = [t for t in data["types"] if isinstance(t, dict)] if isinstance(data["types"], list) else []
+    if "count" not in out:
+        out["count"] = max(sum(n for t in kinds if (n := _whole(t.get("count"))) is not None), 1)
     devices = [t.get("devices") for t in kinds]
     if "devices" not in out and devices and all(isinstance(d, str) for d in devices):
         try:
-            names = [name for d in devices if isinstance(d, str) for name in hostlist.expand_hostlist(d)]
+            names = [name for d in devices if isinstance(d, str) for name in expand(d)]
         except hostlist.BadHostlist:
             return out  # the checks name the type's bad list
         out["devices"] = compress(names)
     return out
+
+
+def _whole(value: Any) -> int | None:
+    """A count as the model reads it (an int, or its digits), else None."""
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value)
+    return None
 
 
 class GpuSpec(Strict):

@@ -332,6 +332,12 @@ def test_shards_and_mps_in_one_slurm_cluster_are_refused(inventories: InventoryF
         "node_types.h100-mps.gpus.sharing.mps" in p and "one of the two ways per Slurm cluster" in p
         for p in found
     ), found
+    # A cluster.nodes entry sharing by MPS is named as such, at its own key.
+    types["h100-mps"]["gpus"]["sharing"] = {"shard": 2}
+    data["cluster"]["nodes"][1]["gpus"] = {**types["h100"]["gpus"], "sharing": {"mps": 100}}
+    found = problems(inventories.make(SMALL_HOSTS, yaml.safe_dump(data, sort_keys=False), name="entry"))
+    assert any(p.startswith("cluster.nodes[1].gpus.sharing.mps: node type h100 shares") for p in found), found
+    del data["cluster"]["nodes"][1]["gpus"]
     # Each way alone is valid.
     types["h100-mps"]["gpus"]["sharing"] = {"shard": 2}
     load_cluster(inventories.make(SMALL_HOSTS, yaml.safe_dump(data, sort_keys=False), name="shards"))

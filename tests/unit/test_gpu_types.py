@@ -244,3 +244,14 @@ def test_a_site_of_several_types_slurm_would_misread_is_refused_at_its_line(
         import_cluster(site(tmp_path, gres, gres_conf), "22.05")
     found = [str(p) for p in info.value.problems]
     assert any(where in p and message in p for p in found), found
+
+
+def test_a_wrong_type_is_its_only_error(inventories: InventoryFactory) -> None:
+    """count is derived from the types: a type missing its count is the one problem said, not also
+    a `gpus.count: required` the inventory never meant to give."""
+    found = problems(
+        mixed_inventory(inventories, {"types": [{"model": "titanx"}, {"model": "gtx1080", "count": 2}]})
+    )
+    assert [p.split(": ", 1)[1] for p in found] == [
+        "cluster.node_types.h100.gpus.types[0].count: required key is missing"
+    ]
