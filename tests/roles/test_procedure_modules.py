@@ -300,3 +300,25 @@ def test_only_slurms_own_mismatch_drains_from_before_slurmd_restarted_are_resume
         "gpu02": (False, False),  # an administrator's reason
         "gpu05": (False, False),  # not drained
     }
+
+
+def test_a_gres_count_slurmctld_kept_from_before_the_change_is_named() -> None:
+    # gpu03 as the lab's 22.05.8 slurmctld showed it after its GPUs went from 8 to 1 (the new slurmd
+    # registered with 1): Gres= still counted 8 while CfgTRES said 1.
+    drains = load_module("slurm_config_drains")
+    kept = (
+        "NodeName=gpu03 Gres=gpu:h100:8(S:0),shard:h100:4(S:0) State=IDLE "
+        "CfgTRES=cpu=2,mem=1G,billing=2,gres/gpu=1,gres/shard=4 SlurmdStartTime=2026-11-27T16:41:51"
+    )
+    fields = drains.records(kept)["gpu03"]
+    assert drains.gres_counts(fields["Gres"]) == {"gpu": 8, "shard": 4}
+    assert drains.configured_counts(fields["CfgTRES"]) == {"gpu": 1, "shard": 4}
+    assert drains.kept_count(fields) == "gpu=8 configured gpu=1"
+    # Two types on one node, typed TRES beside the untyped ones; MPS; a node without GRES.
+    two_types = {
+        "Gres": "gpu:a100:2(S:0),gpu:v100:2(S:1)",
+        "CfgTRES": "cpu=8,gres/gpu=4,gres/gpu:a100=2,gres/gpu:v100=2",
+    }
+    assert drains.kept_count(two_types) == ""
+    assert drains.kept_count({"Gres": "gpu:1,mps:100", "CfgTRES": "gres/gpu=1,gres/mps=100"}) == ""
+    assert drains.kept_count({"Gres": "(null)", "CfgTRES": "cpu=2,mem=1G"}) == ""
