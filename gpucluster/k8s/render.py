@@ -17,6 +17,7 @@ from gpucluster.k8s.mirror import chart_source, mirror_image
 from gpucluster.k8s.model import ChartPin, KubernetesSpec, kubernetes_of
 from gpucluster.k8s.names import ADDON_NAMESPACES
 from gpucluster.k8s.owners import has_slurm_pods, pods_view, slurm_pods_view
+from gpucluster.k8s.pools import pool_objects
 from gpucluster.model.cluster import Cluster
 
 
@@ -284,6 +285,9 @@ def object_files(cluster: Cluster, k8s: KubernetesSpec) -> list[ObjectFile]:
     gate = gate_objects(cluster, k8s)
     if gate:
         files.append(ObjectFile("kubernetes/gate.yaml", "gpu_workloads", gate))
+    pools = pool_objects(cluster)
+    if pools:
+        files.append(ObjectFile("kubernetes/pools/rbac.yaml", "gpu_workloads", pools))
     namespaces = obj.tenant_namespaces(pods, k8s)
     if namespaces:
         files.append(ObjectFile("kubernetes/namespaces.yaml", "gpu_workloads", namespaces))
