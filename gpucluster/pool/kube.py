@@ -25,6 +25,10 @@ from typing import Any
 # pod that tolerates cordoned nodes.
 POOL_TAINT_KEY = "gpucluster.io/pool"
 POOL_TAINT = {"key": POOL_TAINT_KEY, "value": "slurm", "effect": "NoSchedule"}
+# The return-to-service gate's taint (gpucluster.model.gate.KUBERNETES_TAINT; its value the way
+# back): the gate's pod on the node burns it in and removes the taint on a pass.
+GATE_TAINT_KEY = "gpucluster.io/gate"
+GATE_TAINT = {"key": GATE_TAINT_KEY, "value": "move", "effect": "NoSchedule"}
 GPU_RESOURCE = "nvidia.com/gpu"
 KUEUE_GROUP = "kueue.x-k8s.io"
 KUEUE_VERSION = "v1beta2"
@@ -136,24 +140,35 @@ class PoolKubernetes:
     def cordon(self, name: str) -> bool:
         """Step `cordon`: unschedulable, and the pool's taint (a DaemonSet's pods tolerate cordons,
         not this taint). True when the node changed."""
+        changed = self._add_taint(name, POOL_TAINT, unschedulable=True)
+        self.log(f"{name}: cordoned and tainted {POOL_TAINT_KEY}" if changed else f"{name}: already cordoned")
+        return changed
 
+    def enter_gate(self, name: str) -> bool:
+        """The lend's `gate` step: the gate's taint (way back `move`) before the pool's goes, so
+        that no pod but the gate's burn-in lands there until it passes."""
+        changed = self._add_taint(name, GATE_TAINT, unschedulable=False)
+        self.log(
+            f"{name}: in the gate ({GATE_TAINT_KEY}=move)" if changed else f"{name}: already in the gate"
+        )
+        return changed
+
+    def _add_taint(self, name: str, wanted: dict[str, str], unschedulable: bool) -> bool:
         def patch_of(node: dict[str, Any]) -> list[dict[str, Any]]:
             spec = node.get("spec") or {}
             taints = spec.get("taints") or []
             ops: list[dict[str, Any]] = []
-            if not spec.get("unschedulable"):
+            if unschedulable and not spec.get("unschedulable"):
                 ops.append({"op": "add", "path": "/spec/unschedulable", "value": True})
-            if not any(t.get("key") == POOL_TAINT_KEY and t.get("effect") == "NoSchedule" for t in taints):
+            if not any(t.get("key") == wanted["key"] and t.get("effect") == wanted["effect"] for t in taints):
                 if "taints" in spec and spec["taints"] is not None:
-                    ops.append({"op": "add", "path": "/spec/taints/-", "value": POOL_TAINT})
+                    ops.append({"op": "add", "path": "/spec/taints/-", "value": wanted})
                 else:
-                    ops.append({"op": "add", "path": "/spec/taints", "value": [POOL_TAINT]})
+                    ops.append({"op": "add", "path": "/spec/taints", "value": [wanted]})
             return _tested(node, ops)
 
-        changed = self._patched(f"cordon {name}", lambda: self._node(name), patch_of,
-                                lambda p: self.core.patch_node(name, p))  # fmt: skip
-        self.log(f"{name}: cordoned and tainted {POOL_TAINT_KEY}" if changed else f"{name}: already cordoned")
-        return changed
+        return self._patched(f"taint {name} {wanted['key']}", lambda: self._node(name), patch_of,
+                             lambda p: self.core.patch_node(name, p))  # fmt: skip
 
     def uncordon(self, name: str) -> bool:
         """Step `untaint` (and the return's undo `uncordon`): the pool's taint removed, schedulable."""
