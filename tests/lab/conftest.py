@@ -17,6 +17,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -153,7 +154,14 @@ def lab_env() -> Iterator[Lab]:
         assert found, proc.stdout
         changed = int(found.group(1))
         output = proc.stdout + proc.stderr + (state_dir() / "ansible.log").read_text(encoding="utf-8")
-    env = Lab(load_cluster(DEFAULT_INVENTORY), changed, output)
+    # A lab already up is tested as the inventory it was built from (a copy of the lab's with
+    # power-saved nodes, say); a new one is the README's.
+    source = (
+        Path(existing.inventory)
+        if reuse and existing is not None and existing.inventory
+        else DEFAULT_INVENTORY
+    )
+    env = Lab(load_cluster(source), changed, output)
     yield env
     if not reuse:
         proc = run_scrubbed(".venv/bin/gpucluster lab down", timeout=300)
