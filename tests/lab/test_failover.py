@@ -205,10 +205,14 @@ def test_jobs_of_an_accounting_outage_reach_sacct(ha_lab: Lab) -> None:
         lab.ok("systemctl", "start", "slurmdbd", host=dbd_host)
 
     # slurmctld keeps the records and sends them once slurmdbd is back: each job's start, then its
-    # end (a job may show RUNNING in between, while its end record is still on its way).
+    # end (a job may show RUNNING in between, while its end record is still on its way). slurmdbd,
+    # just started, may not listen yet (sacct: `Connection refused`, seen in CI): asked again.
     def recorded() -> dict[str, str]:
-        out = lab.ok("sacct", "-X", "--noheader", "-P", "--format=JobID,State", f"--jobs={','.join(jobs)}")
-        return dict(line.split("|", 1) for line in out.splitlines() if "|" in line)
+        proc = lab.sh("sacct", "-X", "--noheader", "-P", "--format=JobID,State", f"--jobs={','.join(jobs)}")
+        if proc.returncode != 0:
+            assert "Connection refused" in proc.stderr, proc.stdout + proc.stderr
+            return {}
+        return dict(line.split("|", 1) for line in proc.stdout.splitlines() if "|" in line)
 
     lab.wait(
         lambda: recorded() == dict.fromkeys(jobs, "COMPLETED"), 90, "the outage's jobs completed in sacct"
