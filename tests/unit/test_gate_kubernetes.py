@@ -11,7 +11,7 @@ import json
 import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ from gpucluster.k8s.gate import gate_objects, taint_command
 from gpucluster.k8s.model import kubernetes_of
 from gpucluster.layers import load_cluster
 from tests.conftest import INVENTORIES
+from tests.json_http import JsonHandler
 from tests.unit.test_gate import GateNode
 from tests.unit.test_healthcheck import hc
 
@@ -76,18 +77,7 @@ class FakeApiServer:
         self.calls: list[tuple[str, str]] = []
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def reply(self, status: int, body: dict[str, Any]) -> None:
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
+        class Handler(JsonHandler):
             def body(self) -> Any:
                 return json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"null")
 

@@ -26,6 +26,7 @@ import yaml
 from kubernetes import client
 
 from gpucluster.pool.kube import POOL_TAINT_KEY, KubernetesError, PoolKubernetes, PoolQueues, split_gpus
+from tests.json_http import JsonHandler
 from tests.k8s.conftest import documents
 from tests.k8s.crd import validate_custom_resource
 
@@ -106,20 +107,9 @@ class ApiServer:
 
 
 def _handler(api: ApiServer) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args: Any) -> None:
-            pass
-
-        def _send(self, status: int, body: Any) -> None:
-            data = json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
+    class Handler(JsonHandler):
         def _status(self, code: int, reason: str, message: str) -> None:
-            self._send(code, {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": reason,
+            self.reply(code, {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": reason,
                               "message": message, "code": code})  # fmt: skip
 
         def _record(self) -> tuple[str, dict[str, list[str]], Any]:
@@ -150,14 +140,14 @@ def _handler(api: ApiServer) -> type[BaseHTTPRequestHandler]:
                 }
                 items = [p for p in api.pods if p["spec"]["nodeName"] == wanted["spec.nodeName"]
                          and p["status"]["phase"] not in ended]  # fmt: skip
-                self._send(200, {"kind": "PodList", "apiVersion": "v1", "metadata": {}, "items": items})
+                self.reply(200, {"kind": "PodList", "apiVersion": "v1", "metadata": {}, "items": items})
                 return
             store = self._store(path)
             if store is None or store[1] not in store[0]:
                 self._status(404, "NotFound", f"{path} not found")
                 return
             objects, name = store
-            self._send(200, objects[name])
+            self.reply(200, objects[name])
             if name in api.race:  # the other writer changes the object right after this read
                 api.race.pop(name)(objects[name])
                 api.bump(objects[name])
@@ -188,7 +178,7 @@ def _handler(api: ApiServer) -> type[BaseHTTPRequestHandler]:
                 return
             api.bump(patched)
             objects[name] = patched
-            self._send(200, patched)
+            self.reply(200, patched)
 
         def do_POST(self) -> None:
             path, _, body = self._record()
@@ -210,7 +200,7 @@ def _handler(api: ApiServer) -> type[BaseHTTPRequestHandler]:
                 for p in api.pods
                 if (p["metadata"]["namespace"], p["metadata"]["name"]) != (namespace, name)
             ]
-            self._send(201, {"kind": "Status", "apiVersion": "v1", "status": "Success", "code": 201})
+            self.reply(201, {"kind": "Status", "apiVersion": "v1", "status": "Success", "code": 201})
 
     return Handler
 
