@@ -5,8 +5,9 @@ every check and renderer."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import TypeVar, cast
 
 import hostlist
 
@@ -22,6 +23,8 @@ from gpucluster.model.spec import (
     NodeType,
     Tenant,
 )
+
+T = TypeVar("T")
 
 # Built without validating: validating it would build GpuQuota's validator at import time, which
 # every command pays for (the models' validators are built on first use).
@@ -69,8 +72,23 @@ class Cluster:
 
     @property
     def hosts(self) -> list[str]:
-        """Compute hosts, naturally sorted."""
-        return sort_hosts(self.node_type_of)
+        """Compute hosts, naturally sorted (a copy: callers may change it)."""
+        return list(self.derived("hosts", lambda: sort_hosts(self.node_type_of)))
+
+    def derived(self, name: str, compute: Callable[[], T]) -> T:
+        """`compute()`, kept under `name` while the maps of hosts to node types, entries and
+        owners stay the ones it was computed from: values asked for per host or per tenant (the
+        sorted hosts, the Slurm view's GPU kinds) are computed once per render instead of hundreds
+        of times. The value is shared: callers do not change it."""
+        # The maps are filled once, by resolve (a view is a new Cluster with maps of its own): their
+        # identity and size say whether they are the ones the value was computed from.
+        key = tuple((id(m), len(m)) for m in (self.node_type_of, self.entry_of, self.owner_of))
+        kept: dict[str, tuple[object, object]] = self.__dict__.setdefault("_derived", {})
+        found = kept.get(name)
+        if found is None or found[0] != key:
+            found = (key, compute())
+            kept[name] = found
+        return cast(T, found[1])
 
     def node_type(self, host: str) -> NodeType:
         """The host's node type, with the overrides of its cluster.nodes entry applied."""

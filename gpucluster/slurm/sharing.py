@@ -88,18 +88,30 @@ def gres_types(cluster: Cluster) -> list[str]:
 
 def node_kinds(cluster: Cluster) -> list[NodeKind]:
     """The Slurm view's GPUs by kind (node type with its hosts' overrides), each with the TRES
-    its nodes carry, in host order."""
+    its nodes carry, in host order. Asked per tenant: computed once per cluster view."""
+    return cluster.derived("slurm node kinds", lambda: _node_kinds(cluster))
+
+
+def _node_kinds(cluster: Cluster) -> list[NodeKind]:
     kinds: dict[str, NodeKind] = {}
+    # A host's GPUs follow from its node type and its cluster.nodes entry (the overrides).
+    of_entry: dict[tuple[str, int | None], tuple[str, int, dict[str, int]] | None] = {}
     for host in cluster.hosts:
-        node_type = cluster.node_type(host)
-        gpus = node_type.gpus
-        if gpus is None:
+        which = (cluster.node_type_of[host], cluster.entry_of.get(host))
+        if which not in of_entry:
+            gpus = cluster.node_type(host).gpus
+            if gpus is None:
+                of_entry[which] = None
+            else:
+                tres = gpus.gres().tres(bool(gpus.sharing and gpus.sharing.mig))
+                of_entry[which] = (f"{which[0]}:{sorted(tres.items())}", gpus.count, tres)
+        found = of_entry[which]
+        if found is None:
             continue
-        tres = gpus.gres().tres(bool(gpus.sharing and gpus.sharing.mig))
-        key = f"{cluster.node_type_of[host]}:{sorted(tres.items())}"
+        key, count, tres = found
         known = kinds.get(key)
         units = {t: n + (known.units.get(t, 0) if known else 0) for t, n in tres.items()}
-        kinds[key] = NodeKind(key, (known.gpus if known else 0) + gpus.count, units)
+        kinds[key] = NodeKind(key, (known.gpus if known else 0) + count, units)
     return list(kinds.values())
 
 
