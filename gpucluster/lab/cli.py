@@ -162,7 +162,7 @@ def down(args: argparse.Namespace) -> int:
 
     try:
         with Progress() as progress:
-            lab.down(progress, remove_image=args.image)
+            lab.down(progress, remove_image=args.image, left=args.left_behind)
     except LabError as exc:
         return _fail(exc)
     return 0
@@ -207,3 +207,9 @@ def add_lab_commands(lab: argparse.ArgumentParser, add_command: AddCommand) -> N
 
     parser_down = add_command(commands, "down", down)
     parser_down.add_argument("--image", action="store_true", help="Also remove the cached lab image.")
+    parser_down.add_argument(
+        "--left-behind",
+        action="store_true",
+        help="Without a state file here, remove the lab of this prefix found on the host (its labelled "
+        "containers, its namespaces and its bridge), as a killed run leaves it.",
+    )

@@ -13,7 +13,7 @@ from pathlib import Path
 from gpucluster.hostlists import expand
 from gpucluster.lab import bmc, image, network, nodes
 from gpucluster.lab.inventory import remove_inventory, vault_password_file, write_inventory
-from gpucluster.lab.paths import DEFAULT_INVENTORY, podman_env, state_dir
+from gpucluster.lab.paths import DEFAULT_INVENTORY, PREFIX, podman_env, state_dir
 from gpucluster.lab.playbook import PlaybookRun, run_playbook
 from gpucluster.lab.redfish import BMC_HOST, BMC_PORT
 from gpucluster.lab.shell import LabError, run
@@ -243,12 +243,24 @@ def smoke(cluster: Cluster) -> list[SmokeResult]:
     return results
 
 
-def down(progress: Progress = print, remove_image: bool = False) -> list[str]:
-    """Remove what the state file lists (containers, namespaces, veths, bridge, files), nothing else."""
+def down(progress: Progress = print, remove_image: bool = False, left: bool = False) -> list[str]:
+    """Remove what the state file lists (containers, namespaces, veths, bridge, files), nothing else.
+    Without a state file, `left` removes a lab of this prefix whose state went with its folder (a
+    killed run's checkout, say); without `left` such a lab is only named."""
     state = LabState.load()
     if state is None:
-        progress("no lab state: nothing to remove")
-        return []
+        state = left_behind()
+        if state is None:
+            progress("no lab state: nothing to remove")
+            return []
+        found = ", ".join(sorted(state.containers) or state.netns or [state.bridge])
+        if not left:
+            progress(
+                f"no lab state here, but a lab with prefix {PREFIX} is on this host ({found}); if no "
+                "checkout of yours runs it, `gpucluster lab down --left-behind` removes it"
+            )
+            return []
+        progress(f"no lab state: removing the lab with prefix {PREFIX} left behind ({found})")
     removed = bmc.stop(state)
     removed += nodes.remove_containers(state)
     removed += network.remove_network(state)
@@ -272,6 +284,35 @@ def down(progress: Progress = print, remove_image: bool = False) -> list[str]:
     for line in removed:
         progress(f"removed {line}")
     return removed
+
+
+def left_behind() -> LabState | None:
+    """What a lab of this prefix left on the host once its state file is gone, found by the marks
+    only the lab gives: containers labelled io.gpucluster.lab named <prefix>-<host>, their
+    namespaces <prefix>-<host>, the veths on the bridge <prefix>0 and that bridge."""
+    names = nodes.podman(
+        "ps", "--all", "--filter", f"label={nodes.LABEL}", "--format", "{{.Names}}", check=False
+    ).split()
+    containers = sorted(name for name in names if name.startswith(f"{PREFIX}-"))
+    hosts = [name[len(PREFIX) + 1 :] for name in containers]
+    namespaces = [
+        network.netns_name(host) for host in [*hosts, BMC_HOST] if network.netns_path(host).exists()
+    ]
+    bridge = network.BRIDGE if network.link_exists(network.BRIDGE) else ""
+    veths = network.bridge_ports(bridge) if bridge else []
+    if not (containers or namespaces or bridge):
+        return None
+    state = LabState(
+        bridge=bridge,
+        netns=namespaces,
+        veths=veths,
+        containers=dict.fromkeys(containers, ""),
+    )
+    # The BMC service runs in the lab's own namespace: whatever runs there, the lab started.
+    if network.netns_name(BMC_HOST) in namespaces:
+        pids = network.netns_pids(network.netns_name(BMC_HOST))
+        state.bmc_pid = pids[0] if pids else 0
+    return state
 
 
 def wait_until(predicate: Callable[[], bool], timeout: float, interval: float = 1.0) -> bool:

@@ -32,6 +32,17 @@ def link_exists(name: str, netns: str | None = None) -> bool:
     return run(cmd, check=False).returncode == 0
 
 
+def bridge_ports(bridge: str) -> list[str]:
+    """The links enslaved to `bridge` (the host ends of the lab's veth pairs)."""
+    out = run(["ip", "-o", "link", "show", "master", bridge], check=False).stdout
+    return [line.split(":")[1].strip().split("@")[0] for line in out.splitlines() if ":" in line]
+
+
+def netns_pids(name: str) -> list[int]:
+    """The processes that run in the namespace `name`."""
+    return [int(pid) for pid in run(["ip", "netns", "pids", name], check=False).stdout.split()]
+
+
 def _netns_exists(name: str) -> bool:
     return (Path("/run/netns") / name).exists()
 
@@ -52,7 +63,8 @@ def ensure_bridge(state: LabState) -> None:
         state.save()
     elif state.bridge != BRIDGE:
         raise LabError(
-            f"bridge {BRIDGE} exists but this lab did not create it; remove it or use another host"
+            f"bridge {BRIDGE} exists but this lab did not create it; `gpucluster lab down --left-behind` "
+            "removes a lab of this prefix left behind, or set GPUCLUSTER_LAB_PREFIX to another"
         )
     run(
         ["ip", "link", "set", BRIDGE, "type", "bridge", "nf_call_iptables", "0", "nf_call_ip6tables", "0"],

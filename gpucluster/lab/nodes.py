@@ -54,7 +54,10 @@ def start_node(
     name = container_name(host)
     if container_exists(name):
         if name not in state.containers:
-            raise LabError(f"container {name} exists but this lab did not create it")
+            raise LabError(
+                f"container {name} exists but this lab did not create it; `gpucluster lab down "
+                "--left-behind` removes a lab of this prefix left behind"
+            )
         if not container_running(name):
             if powered_by_slurm:
                 return False

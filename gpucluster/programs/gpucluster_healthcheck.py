@@ -1391,20 +1391,22 @@ def spawn_burn_in(ctx: Context, args: argparse.Namespace, node: str) -> int:
     return proc.pid
 
 
-def burn_in_alive(gate: dict[str, Any]) -> bool:
+def burn_in_alive(gate: dict[str, Any], state_dir: Path) -> bool:
+    """Whether the gate's burn-in still runs: its pid is a burn-in of this state directory (a pid
+    reused by another node's burn-in, or by anything else, is not)."""
     pid = gate.get("pid")
     if not isinstance(pid, int) or pid <= 0:
         return False
     try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     except OSError:
         return False
-    return b"--burn-in-run" in cmdline
+    return b"--burn-in-run" in argv and os.fsencode(str(state_dir)) in argv
 
 
-def stop_burn_in(gate: dict[str, Any]) -> None:
+def stop_burn_in(gate: dict[str, Any], state_dir: Path) -> None:
     pid = gate.get("pid")
-    if isinstance(pid, int) and burn_in_alive(gate):
+    if isinstance(pid, int) and burn_in_alive(gate, state_dir):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pid, signal.SIGKILL)
 
@@ -1433,11 +1435,11 @@ def watch(ctx: Context, node: str, gconf: GateConf, state: State, status: NodeSt
     a burn-in that ended without a verdict (killed, the node rebooted) counts as a failed one."""
     gate = state.gate
     assert gate is not None
-    alive = burn_in_alive(gate)
+    alive = burn_in_alive(gate, ctx.state_dir)
     if alive and time.time() < gate.get("deadline", 0) + GRACE:
         return f"burn-in running ({gate['detail']})"
     if alive:
-        stop_burn_in(gate)
+        stop_burn_in(gate, ctx.state_dir)
         record = failed_record(node, gate, "timeout", "burn-in timed out")
     else:
         record = failed_record(node, gate, "fail", "burn-in ended without a result")
@@ -1864,7 +1866,7 @@ def enter_pending(args: argparse.Namespace, gconf: GateConf, ctx: Context, node:
 
 def leave(ctx: Context, node: str, state: State) -> str:
     gate = state.gate or {}
-    stop_burn_in(gate)
+    stop_burn_in(gate, ctx.state_dir)
     for slot in gate.get("slots", []):
         delete_reservation(ctx, slot)
     done = release(ctx, node, gate, node_status(ctx, node))

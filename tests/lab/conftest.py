@@ -15,18 +15,23 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from gpucluster.changes.apply import ByHand, Run, apply_actions, playbook_path
+from gpucluster.changes.plan import make_plan
 from gpucluster.lab import network, nodes
+from gpucluster.lab.inventory import write_inventory
 from gpucluster.lab.paths import DEFAULT_INVENTORY, PREFIX, podman_env, state_dir
+from gpucluster.lab.playbook import PlaybookRun, run_playbook
 from gpucluster.lab.state import LabState
 from gpucluster.layers import load_cluster
 from gpucluster.model.cluster import Cluster
 from gpucluster.model.powered import always_on
+from gpucluster.rendering import render_files
 from tests.conftest import REPO, SCRUBBED_ENV, readme_commands
 
 # Image build (uncached ~1 min), seven containers, the playbook and the smoke jobs; measured 1-2.5 min.
@@ -92,6 +97,46 @@ def ran(log: str, header: str) -> bool:
     return re.search(rf"{re.escape(kind)} \[(gpucluster\.cluster\.)?{re.escape(rest)}", log) is not None
 
 
+@dataclass(frozen=True)
+class Applied:
+    """One run of `gpucluster apply`'s plan against the lab: its playbook, limit and full log."""
+
+    playbook: str
+    hosts: tuple[str, ...]
+    run: PlaybookRun
+    log: str
+
+
+def apply_change(old: Path, new: Path, extra: Sequence[str] = ()) -> list[Applied]:
+    """What `gpucluster apply OLD NEW --inventory-dir NEW` runs (the same plan and actions), run
+    against the lab with its vault and connection: each playbook limited to the hosts its steps
+    change. `new` is the lab's generated inventory (inventory_dir), edited."""
+    old_cluster, new_cluster = load_cluster(old), load_cluster(new)
+    new_files = render_files(new_cluster)
+    plan = make_plan(old_cluster, new_cluster, render_files(old_cluster), new_files)
+    assert not plan.refused, plan.refused
+    actions = apply_actions(old_cluster, new_cluster, plan, new_files)
+    by_hand = [action for action in actions if isinstance(action, ByHand)]
+    assert not by_hand, by_hand
+    applied = []
+    for action in actions:
+        assert isinstance(action, Run)
+        options = ["--limit", ",".join(action.hosts), *(f"-e={var}" for var in action.extra), *extra]
+        run = run_playbook(new, lambda message: None, playbook_path(action.playbook), extra=options)
+        applied.append(Applied(action.playbook, action.hosts, run, run.log.read_text(encoding="utf-8")))
+    return applied
+
+
+def apply_back(edited: Path) -> list[Applied]:
+    """The lab's own inventory again, applied from the edited one the lab runs now (what
+    lab.converge() does for every host, for only the hosts the change touches)."""
+    with tempfile.TemporaryDirectory(prefix="gpucluster-applied-") as scratch:
+        deployed = Path(scratch) / edited.name
+        shutil.copytree(edited, deployed, symlinks=True)
+        own = write_inventory(DEFAULT_INVENTORY, load_cluster(DEFAULT_INVENTORY))
+        return apply_change(deployed, own)
+
+
 def rows_a_lab_skips() -> set[str]:
     """`lab verify` rows no lab can pass, each said plainly as skipped: nccl-tests (not in the
     lab), the driver stack (the lab's GPUs are device files, no driver the inventory manages), the
@@ -144,6 +189,9 @@ def lab_env() -> Iterator[Lab]:
     changed = None
     output = None
     if not reuse:
+        # A run killed mid-session (CI's time limit) takes its state folder with it, not its lab.
+        left = run_scrubbed(".venv/bin/gpucluster lab down --left-behind", timeout=300)
+        assert left.returncode == 0, left.stdout + left.stderr
         proc = run_scrubbed(readme_commands().lab, timeout=LAB_UP_TIMEOUT)
         if proc.returncode != 0:
             run_scrubbed(".venv/bin/gpucluster lab down", timeout=300)

@@ -67,7 +67,8 @@ def _inventory_for(release: str, root: Path) -> Path:
 
 
 def _down() -> None:
-    proc = run_scrubbed(".venv/bin/gpucluster lab down", timeout=300)
+    # --left-behind: a run killed mid-session (CI's time limit) took its state folder, not its lab.
+    proc = run_scrubbed(".venv/bin/gpucluster lab down --left-behind", timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 

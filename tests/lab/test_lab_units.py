@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -189,3 +190,44 @@ def test_state_round_trip_and_down_without_state(lab_dir: Path) -> None:
     state.remember("netns", "gclab-a")
     loaded = LabState.load()
     assert loaded is not None and loaded.netns == ["gclab-a"] and loaded.bridge == "gclab0"
+
+
+LEFT_BEHIND = """
+import json, subprocess
+from gpucluster.lab import lab, network, nodes
+from gpucluster.lab.paths import IMAGE_REPO
+from gpucluster.lab.state import LabState
+
+state = LabState(subnet="10.213.91.0/24")
+network.ensure_bridge(state)
+network.ensure_node_network(state, 0, "n1", "10.213.91.10", 24)
+images = nodes.podman("images", "--format", "{{.Repository}}:{{.Tag}}", IMAGE_REPO).split()
+if images:
+    nodes.podman("create", "--name", "gcorph-n1", "--label", f"{nodes.LABEL}=n1", images[0], "true")
+LabState.path().unlink()  # the state went with its folder, as when a run is killed
+named = []
+kept = lab.down(named.append)
+removed = lab.down(print, left=True)
+print(json.dumps({"kept": kept, "named": named, "removed": removed, "image": bool(images)}))
+"""
+
+
+def test_down_removes_a_lab_left_behind_only_when_asked(tmp_path: Path) -> None:
+    env = {**venv_env(), "GPUCLUSTER_LAB_PREFIX": "gcorph", "GPUCLUSTER_LAB_DIR": str(tmp_path / "state")}
+    try:
+        proc = subprocess.run([sys.executable, "-c", LEFT_BEHIND], cwd=REPO, env=env, capture_output=True,
+                              text=True, timeout=300, check=False)  # fmt: skip
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        result = json.loads(proc.stdout.strip().splitlines()[-1])
+        assert result["kept"] == [] and "--left-behind" in result["named"][0], result
+        expected = {"netns gcorph-n1", "bridge gcorph0"}
+        if result["image"]:
+            expected.add("container gcorph-n1")
+        assert expected <= set(result["removed"]), result
+    finally:
+        # Whatever the test made goes, whether or not `down` did its job.
+        subprocess.run(["podman", "rm", "--force", "gcorph-n1"], capture_output=True, check=False)
+        subprocess.run(["ip", "netns", "delete", "gcorph-n1"], capture_output=True, check=False)
+        subprocess.run(["ip", "link", "delete", "gcorph0"], capture_output=True, check=False)
+    assert not network.link_exists("gcorph0")
+    assert not Path("/run/netns/gcorph-n1").exists()

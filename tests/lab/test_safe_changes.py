@@ -18,10 +18,10 @@ from gpucluster.changes.plan import make_plan
 from gpucluster.lab import lab
 from gpucluster.lab.inventory import inventory_dir
 from gpucluster.lab.paths import DEFAULT_INVENTORY
-from gpucluster.lab.playbook import PlaybookRun, run_playbook
+from gpucluster.lab.playbook import run_playbook
 from gpucluster.layers import load_cluster
 
-from .conftest import Lab, ran
+from .conftest import Applied, Lab, apply_back, apply_change, ran
 
 pytestmark = pytest.mark.lab
 
@@ -129,7 +129,7 @@ def test_a_partition_renamed_while_one_job_runs_and_one_waits(safe_lab: Lab) -> 
 
     def rename() -> None:
         try:
-            result["run"] = run_playbook(edited_inventory(RENAMED), lambda message: None)
+            result["runs"] = apply_change(DEFAULT_INVENTORY, edited_inventory(RENAMED))
         except Exception as exc:  # the main thread reports it
             result["error"] = exc
 
@@ -158,8 +158,11 @@ def test_a_partition_renamed_while_one_job_runs_and_one_waits(safe_lab: Lab) -> 
         release(lab_cluster, "running")
         mover.join(timeout=600)
     assert "error" not in result, result.get("error")
-    run: PlaybookRun = result["run"]
-    log = run.log.read_text()
+    runs: list[Applied] = result["runs"]
+    # What `gpucluster apply` runs: playbooks/slurm.yml on the controllers only (the compute nodes
+    # fetch slurm.conf from slurmctld), then the monitoring play for the targets' labels.
+    assert (runs[0].playbook, runs[0].hosts) == ("playbooks/slurm.yml", ("localhost", "ctl01", "ctl02"))
+    log = runs[0].log
     assert re.search(
         r"TASK \[(\S+\.)?slurm_common : Close the partitions the new configuration drops[^\n]*\n(?:[^\n]+\n)*?changed: \[",
         log,
@@ -174,7 +177,7 @@ def test_a_partition_renamed_while_one_job_runs_and_one_waits(safe_lab: Lab) -> 
         assert accounted(lab_cluster, job).split() == ["COMPLETED", "0:0"], job
 
     # And back: the lab's own inventory renames batch to gpu (no job in it: nothing to wait for).
-    lab.converge(progress=lambda message: None)
+    apply_back(inventory_dir(DEFAULT_INVENTORY))
     assert partitions(lab_cluster) == ["gpu*"]
 
 
@@ -207,8 +210,8 @@ def test_a_rename_whose_wait_stops_survives_a_restart_and_a_takeover(safe_lab: L
     try:
         # A bound shorter than the running job: the wait stops, the run fails, no file is installed.
         with pytest.raises(lab.LabError) as stopped:
-            run_playbook(
-                edited_inventory(RENAMED), lambda message: None, extra=["-e", "slurm_common_leave_timeout=10"]
+            apply_change(
+                DEFAULT_INVENTORY, edited_inventory(RENAMED), extra=["-e", "slurm_common_leave_timeout=10"]
             )
         assert "still in the partitions the new configuration drops after 10 s" in str(stopped.value)
         assert job_field(lab_cluster, waiting, "Partition") == "batch"
@@ -254,13 +257,13 @@ def test_a_rename_whose_wait_stops_survives_a_restart_and_a_takeover(safe_lab: L
         release(lab_cluster, "running")
     lab_cluster.wait(lambda: finished_cleanly(lab_cluster, running), 120, "the running job to finish")
     # The second run finishes the rename; the moved job runs in the new partition.
-    run_playbook(edited_inventory(RENAMED), lambda message: None)
+    apply_change(DEFAULT_INVENTORY, edited_inventory(RENAMED))
     lab_cluster.wait(lambda: finished_cleanly(lab_cluster, waiting), 120, "the moved job to finish")
     assert partitions(lab_cluster) == ["batch*"]
     assert set(slurm_conf_partitions(lab_cluster, "ctl01")) == {"batch"}
     for job in (running, waiting):
         assert accounted(lab_cluster, job).split() == ["COMPLETED", "0:0"], job
-    lab.converge(progress=lambda message: None)
+    apply_back(inventory_dir(DEFAULT_INVENTORY))
     assert partitions(lab_cluster) == ["gpu*"]
 
 

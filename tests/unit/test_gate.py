@@ -340,14 +340,23 @@ def test_at_most_the_partitions_slots_burn_in_at_once(node: GateNode) -> None:
     node.wait_burn_in()
 
 
+def exec_done(proc: subprocess.Popen[bytes]) -> None:
+    """Until the child has exec'd: before, its command line is its parent's."""
+    deadline = time.monotonic() + 10
+    while b"--burn-in-run" not in Path(f"/proc/{proc.pid}/cmdline").read_bytes():
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+
+
 def test_a_burn_in_past_its_bound_is_stopped_and_the_node_stays_out(
     node: GateNode, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(hc, "GRACE", 0.0)
     node.enter("repaired")
     # A burn-in that hangs (its command line as the health check spawns it).
-    hung = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", "--burn-in-run"],
-                            start_new_session=True)  # fmt: skip
+    hung = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", "--burn-in-run",
+                             "--state-dir", str(node.state_dir)], start_new_session=True)  # fmt: skip
+    exec_done(hung)
     state = json.loads((node.state_dir / "state.json").read_text())
     state["gate"].update(phase="burn-in", pid=hung.pid, started=time.time() - 700, deadline=time.time() - 1,
                          slots=[], detail="deep running")  # fmt: skip
@@ -356,6 +365,30 @@ def test_a_burn_in_past_its_bound_is_stopped_and_the_node_stays_out(
     assert hung.wait(10) == -9
     assert node.node["reason"] == "[gate] repaired/deep out: burn-in timed out"
     assert node.state()["counts"] == {"timeout": 1}
+
+
+def test_a_pid_reused_by_another_nodes_burn_in_is_not_this_nodes_burn_in(
+    node: GateNode, tmp_path: Path
+) -> None:
+    """The gate's pid now runs another state directory's burn-in (pids are reused): this node's
+    health check neither waits for it nor kills it; its own burn-in counts as ended."""
+    node.enter("repaired")
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", "--burn-in-run",
+                              "--state-dir", str(tmp_path / "another-node")], start_new_session=True)  # fmt: skip
+    try:
+        exec_done(other)
+        state = json.loads((node.state_dir / "state.json").read_text())
+        state["gate"].update(phase="burn-in", pid=other.pid, started=time.time() - 700,
+                             deadline=time.time() - 1, slots=[], detail="deep running")  # fmt: skip
+        (node.state_dir / "state.json").write_text(json.dumps(state))
+        assert not hc.burn_in_alive(state["gate"], node.state_dir)
+        assert hc.burn_in_alive(state["gate"], tmp_path / "another-node")
+        node.run()
+        assert other.poll() is None
+        assert node.state()["counts"] == {"fail": 1}
+    finally:
+        other.kill()
+        other.wait()
 
 
 def test_a_burn_in_that_runs_out_of_time_counts_as_timed_out(node: GateNode) -> None:
