@@ -8,7 +8,7 @@ every annotation string when the classes are built, at the start of every comman
 """
 
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 import hostlist
 from pydantic import BeforeValidator, ConfigDict, Field, StrictBool, field_validator, model_validator
@@ -53,6 +53,11 @@ CLOUD_SECTION = (
     "Cloud (AWS, GCP, Azure, Nebius) where the Pulumi stacks create managed Kubernetes and GPU pools; "
     "omit for on-premises clusters."
 )
+
+# The Slurm State= a cluster.nodes entry may set (slurm.conf's CLOUD, FUTURE, DRAIN, DOWN, FAIL;
+# IDLE, which Slurm's documentation advises against, validates with a warning).
+NodeStateName = Literal["cloud", "future", "drain", "down", "fail", "idle"]
+NODE_STATES: tuple[str, ...] = get_args(NodeStateName)
 
 
 # A Gres type name: anything but the separators of Gres= (`gpu:<type>:<count>`, commas) and blanks.
@@ -377,10 +382,13 @@ class NodeGroup(Strict):
         Update.RESTART,
         default=None,
     )
-    state: Literal["cloud", "future"] | None = spec(
+    state: NodeStateName | None = spec(
         "Slurm State= of these nodes: `cloud` (powered down until a job needs them: slurmctld "
         "starts them with cluster.slurm.power_save.resume_program), `future` (defined, not yet in "
-        "service). Default: UNKNOWN (slurmd registers them).",
+        "service), `drain`, `down` or `fail` (the state slurmctld gives them from slurm.conf, as a "
+        "site's own file may say; day to day, taking nodes out of service is scontrol's), `idle` "
+        "(counted idle before their slurmd registers: a site's file may say so, Slurm's documentation "
+        "advises against it; validates with a warning). Default: UNKNOWN (slurmd registers them).",
         Update.RESTART,
         default=None,
     )

@@ -118,7 +118,11 @@ def translate(key: str, value: str, target: Release, first_without: str | None) 
                 "Slurm 20.02 removed FastSchedule; FastSchedule=2 is SlurmdParameters=config_overrides",
                 ("SlurmdParameters", "config_overrides"),
             )
-        return _refused("Slurm 20.02 removed FastSchedule without a replacement for FastSchedule=0")
+        return _refused(
+            "Slurm 20.02 removed FastSchedule (slurmctld stops on the key) and has no replacement for "
+            "FastSchedule=0: a node that registers fewer resources than configured is drained instead of "
+            "used; delete the line if that suits the site"
+        )
     if lower == "memlimitenforce":
         if text.lower() in ("yes", "1", "true"):
             return _mapped(

@@ -19,7 +19,7 @@ from hostlist import numeric_sort_key
 
 from gpucluster.hostlists import compress, expand, number_runs, split_top_level
 from gpucluster.model.base import NAME_RE, SLURM_TIME_RE
-from gpucluster.model.spec import BLOCK_TOPOLOGY, FLAT_TOPOLOGY, NODE_ADDR, NODE_HOSTNAME
+from gpucluster.model.spec import BLOCK_TOPOLOGY, FLAT_TOPOLOGY, NODE_ADDR, NODE_HOSTNAME, NODE_STATES
 from gpucluster.slurm import keys
 from gpucluster.slurm.conf_keys import NODE_KEYS
 from gpucluster.slurm.gpus import core_range, parse_cores
@@ -196,9 +196,10 @@ class NodeImport:
         return None if value == 1 else value
 
     def _state(self, state: Setting) -> str | None:
-        """`cloud` or `future`: the states the model carries (UNKNOWN is what gpucluster writes)."""
+        """The states the model carries (cluster.nodes[].state; IDLE with a warning on validation);
+        UNKNOWN is what gpucluster writes."""
         upper = state.value.upper()
-        if upper in ("CLOUD", "FUTURE"):
+        if upper.lower() in NODE_STATES:
             self.place(state, NATIVE, "cluster.nodes[].state")
             return upper.lower()
         if upper == "UNKNOWN":
@@ -206,7 +207,8 @@ class NodeImport:
         else:
             self.refuse(
                 state,
-                f"State={state.value}: node states are scontrol's; gpucluster writes UNKNOWN, CLOUD or FUTURE",
+                f"State={state.value}: slurm.conf's node states are "
+                f"{', '.join(s.upper() for s in (*NODE_STATES, 'unknown'))}; set the others with scontrol",
             )
         return None
 

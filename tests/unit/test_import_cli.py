@@ -83,7 +83,7 @@ def test_a_difference_found_by_check_exits_1(tmp_path: Path, monkeypatch: pytest
         ("cluster:\n  name: small\n", {}, "slurm.conf:1", "not a `Key=Value` setting: 'cluster:'"),
         (SMALL.replace("n[1-4] Default", "n[1-5] Default"), {}, "slurm.conf:7", "PartitionName=all: n5: no NodeName defines it"),
         (SMALL, {"gres_conf": "NodeName=gpu1 Name=gpu File=/dev/nvidia0\n"}, "gres.conf:1", "NodeName: gpu1: no NodeName defines it"),
-        (SMALL + "FastSchedule=0\n", {}, "slurm.conf:8", "FastSchedule: refused: Slurm 20.02 removed FastSchedule without a replacement for FastSchedule=0"),
+        (SMALL + "FastSchedule=0\n", {}, "slurm.conf:8", "FastSchedule: refused: Slurm 20.02 removed FastSchedule (slurmctld stops on the key) and has no replacement for FastSchedule=0"),
         (SMALL + "AuthType=auth/none\n", {}, "slurm.conf:8", "AuthType: refused: gpucluster writes AuthType=auth/munge"),
         (SMALL + "HealthCheckTimeout=90\n", {}, "slurm.conf:8", "HealthCheckTimeout: refused: Slurm 24.11 has no HealthCheckTimeout (Slurm 26.05 added it)"),
         (SMALL + "include missing.conf\n", {}, "slurm.conf:8", "include: `missing.conf` not found"),

@@ -47,6 +47,15 @@ class Case:
 
 
 CASES = {
+    # --- node states a site's file sets (janelia-turaga: State=IDLE and State=DRAIN lines) ----------
+    "node states drain and idle": Case(
+        HEAD
+        + "NodeName=n1 CPUs=8 RealMemory=16000 State=DRAIN\n"
+        + "NodeName=n2 CPUs=8 RealMemory=16000 State=IDLE\n"
+        + "PartitionName=all Nodes=n[1-2] Default=YES\n",
+        (("State=DRAIN", "native"), ("State=IDLE", "native")),
+        inventory=("state: drain", "state: idle"),
+    ),
     # --- values (issue: "a quoted value with spaces loses its quotes") ---------------------------
     "quoted value with a blank": Case(
         HEAD + 'RebootProgram="/sbin/shutdown -r now"\n' + NODES,
@@ -387,3 +396,19 @@ def test_pmix_with_the_site_packages_is_valid(tmp_path: Path) -> None:
     (inventory / "group_vars" / "all" / "cluster.yml").write_text(text)
     (inventory / "site.asc").write_text("-----BEGIN PGP PUBLIC KEY BLOCK-----\n")
     assert load_cluster(inventory).spec.slurm.mpi_default == "pmix"
+
+
+def test_a_node_state_slurm_advises_against_validates_with_a_warning_at_its_line(tmp_path: Path) -> None:
+    """janelia-turaga's `State=IDLE` lines: kept as the site has them, said on every validation."""
+    from tests.conftest import run_cli
+
+    imported(tmp_path, CASES["node states drain and idle"])
+    proc = run_cli("validate", str(tmp_path / "inv"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    cluster_file = tmp_path / "inv" / "group_vars" / "all" / "cluster.yml"
+    line = next(n for n, text in enumerate(cluster_file.read_text().splitlines(), 1) if "state: idle" in text)
+    assert f"{cluster_file}:{line}" in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+    assert (
+        "State=IDLE: slurmctld counts these nodes idle before their slurmd registers"
+        in proc.stdout + proc.stderr
+    )
