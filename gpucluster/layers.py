@@ -28,7 +28,13 @@ from gpucluster.checks.fabric import (
     check_topology_default,
     core_warnings,
 )
-from gpucluster.checks.hosts import check_addresses, check_controllers, check_gpu_devices, check_roles
+from gpucluster.checks.hosts import (
+    check_addresses,
+    check_controllers,
+    check_gpu_devices,
+    check_roles,
+    host_warnings,
+)
 from gpucluster.checks.partitions import check_default_partition, check_partitioned, partition_warnings
 from gpucluster.checks.pools import check_pools
 from gpucluster.checks.power import check_power, check_power_release
@@ -314,7 +320,7 @@ def layers_of(cluster: Cluster) -> list[Layer]:
 def layer_warnings(cluster: Cluster) -> list[Problem]:
     """What the core and the layers of a valid cluster find worth a warning (printed, never an
     exit code)."""
-    found: list[Problem] = core_warnings(cluster) + partition_warnings(cluster)
+    found: list[Problem] = core_warnings(cluster) + partition_warnings(cluster) + host_warnings(cluster)
     for layer in layers_of(cluster):
         if layer.warnings:
             found += load_ref(layer.warnings)(cluster)

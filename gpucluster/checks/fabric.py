@@ -81,15 +81,6 @@ def core_warnings(cluster: Cluster) -> list[Problem]:
     one = one_topology_note(cluster)
     if one:
         warnings.append(file.problem("cluster.fabric.default", one))
-    for index, entry in enumerate(cluster.spec.nodes):
-        if entry.state == "idle":
-            warnings.append(
-                file.problem(
-                    f"cluster.nodes[{index}].state",
-                    "State=IDLE: slurmctld counts these nodes idle before their slurmd registers (Slurm's "
-                    "documentation advises UNKNOWN, the default, which slurmd's registration makes IDLE)",
-                )
-            )
     return warnings
 
 

@@ -6,8 +6,9 @@ import re
 
 import hostlist
 
+from gpucluster.errors import Problem
 from gpucluster.hostlists import compress, expand
-from gpucluster.model.cluster import device_list_problem
+from gpucluster.model.cluster import Cluster, device_list_problem
 from gpucluster.model.sharing import effective_autodetect
 from gpucluster.model.spec import (
     CONTROLLER_ADDR,
@@ -221,3 +222,17 @@ def check_addresses(r: Resolution) -> None:
                 r.problems.append(
                     r.inv.hosts_file.problem(path, f"{host}: {var} is for {who}, which it is not")
                 )
+
+
+def host_warnings(cluster: Cluster) -> list[Problem]:
+    """What the hosts' settings allow but is worth a word: a node state Slurm advises against."""
+    file = cluster.inventory.cluster_file
+    return [
+        file.problem(
+            f"cluster.nodes[{index}].state",
+            "State=IDLE: slurmctld counts these nodes idle before their slurmd registers (Slurm's "
+            "documentation advises UNKNOWN, the default, which slurmd's registration makes IDLE)",
+        )
+        for index, entry in enumerate(cluster.spec.nodes)
+        if entry.state == "idle"
+    ]

@@ -198,11 +198,11 @@ class NodeImport:
     def _state(self, state: Setting) -> str | None:
         """The states the model carries (cluster.nodes[].state; IDLE with a warning on validation);
         UNKNOWN is what gpucluster writes."""
-        upper = state.value.upper()
-        if upper.lower() in NODE_STATES:
+        lowered = state.value.lower()
+        if lowered in NODE_STATES:
             self.place(state, NATIVE, "cluster.nodes[].state")
-            return upper.lower()
-        if upper == "UNKNOWN":
+            return lowered
+        if lowered == "unknown":
             self.place(state, DEFAULT, reason="what gpucluster writes")
         else:
             self.refuse(

@@ -26,7 +26,7 @@ from gpucluster.changes.plan import make_plan
 from gpucluster.lab import network, nodes
 from gpucluster.lab.inventory import write_inventory
 from gpucluster.lab.paths import DEFAULT_INVENTORY, PREFIX, podman_env, state_dir
-from gpucluster.lab.playbook import PlaybookRun, run_playbook
+from gpucluster.lab.playbook import run_playbook
 from gpucluster.lab.state import LabState
 from gpucluster.layers import load_cluster
 from gpucluster.model.cluster import Cluster
@@ -103,7 +103,6 @@ class Applied:
 
     playbook: str
     hosts: tuple[str, ...]
-    run: PlaybookRun
     log: str
 
 
@@ -123,7 +122,7 @@ def apply_change(old: Path, new: Path, extra: Sequence[str] = ()) -> list[Applie
         assert isinstance(action, Run)
         options = ["--limit", ",".join(action.hosts), *(f"-e={var}" for var in action.extra), *extra]
         run = run_playbook(new, lambda message: None, playbook_path(action.playbook), extra=options)
-        applied.append(Applied(action.playbook, action.hosts, run, run.log.read_text(encoding="utf-8")))
+        applied.append(Applied(action.playbook, action.hosts, run.log.read_text(encoding="utf-8")))
     return applied
 
 
