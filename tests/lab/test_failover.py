@@ -203,7 +203,9 @@ def test_srun_works_while_the_primary_host_is_down(ha_lab: Lab) -> None:
             f"{exc} (systemd booted in {booted:.0f} s)\n{primary} units:\n{status.stdout}"
             f"\n{primary}:\n{_log_since(lab, primary, 0)}\n{backup}:\n{_log_since(lab, backup, standby_log)}"
         ) from None
-    print(f"failover: {primary} back in control {time.monotonic() - started_at:.1f} s after its container started")
+    print(
+        f"failover: {primary} back in control {time.monotonic() - started_at:.1f} s after its container started"
+    )
 
 
 def test_jobs_of_an_accounting_outage_reach_sacct(ha_lab: Lab) -> None:

@@ -35,6 +35,7 @@ OURS = [
     "slurm_controller",
     "slurm_dbd",
     "slurm_health",
+    "slurm_power",
     "slurm_login",
     "slurm_node_ssh",
     "slurm_restd",
