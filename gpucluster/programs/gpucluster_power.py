@@ -50,7 +50,7 @@ from typing import Any
 
 DEFAULT_CONFIG = "/etc/slurm/gpucluster-power.json"
 PREFIX = "[power]"
-ACTIONS = ("resume", "suspend", "resume-fail", "status", "check-config")
+ACTIONS = ("resume", "suspend", "resume-fail", "release", "status", "check-config")
 # Slurm runs the programs without PATH.
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 MAX_REASON = 200
@@ -1383,6 +1383,30 @@ def suspend(run: Run, names: list[str], grace: float = 60.0) -> int:
     return 0
 
 
+def release(run: Run, names: list[str]) -> int:
+    """The end of a playbook's hold. A node whose SuspendProgram ran during the hold was kept on,
+    yet slurmctld counts it powered down once SuspendTimeout passes (seen on 26.05: IDLE+POWERED_DOWN
+    with the machine up), and calls no SuspendProgram for a node it counts off: such a node, with
+    no job, is powered off now, so that it costs nothing and its next resume boots it."""
+    seen = run.slurm.nodes(names)
+    busy = run.slurm.jobs_on(names)
+    counted_off = [
+        name
+        for name in names
+        if name in seen
+        and "POWERED_DOWN" in seen[name].flags
+        and "POWERING_UP" not in seen[name].flags
+        and not busy.get(name)
+    ]
+    for name in counted_off:
+        run.note(name, "released: Slurm counts it powered down; powered off unless it is off already")
+    suspend(run, counted_off)
+    for name in counted_off:
+        recorded = run.state.read(name) if run.state else {}
+        print(f"{name}: {recorded.get('detail') or recorded.get('reason') or 'left as it was'}")
+    return 0
+
+
 def resume_fail(run: Run, names: list[str]) -> int:
     """Nodes slurmctld gave up on (ResumeTimeout): DOWN with what the resume recorded, powered off
     unless a job is on them."""
@@ -1401,11 +1425,13 @@ def resume_fail(run: Run, names: list[str]) -> int:
 
 def suspend_and_down(run: Run, names: list[str]) -> int:
     assert run.state is not None
+    # Read before the power-off, whose own record has no reason: the node keeps the resume's.
+    reasons = {name: run.state.read(name).get("reason") or short_reason("resume failed") for name in names}
     suspend(run, names, grace=0)
     for name in names:
-        reason = run.state.read(name).get("reason") or short_reason("resume failed")
-        run.slurm.set_down(name, str(reason))
-        run.note(name, f"DOWN: {reason}")
+        run.state.write(name, action=run.action, result="failed", reason=reasons[name])
+        run.slurm.set_down(name, str(reasons[name]))
+        run.note(name, f"DOWN: {reasons[name]}")
     return 0
 
 
@@ -1452,7 +1478,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{args.config}: {len(config.nodes)} power-saved node(s), cluster {config.cluster}")
         return 0 if not unknown else 2
     actions: dict[str, Callable[[Run, list[str]], int]] = {
-        "resume": resume, "suspend": suspend, "resume-fail": resume_fail, "status": status,
+        "resume": resume, "suspend": suspend, "resume-fail": resume_fail, "release": release, "status": status,
     }  # fmt: skip
     return actions[action](run, names)
 

@@ -264,6 +264,26 @@ def test_a_node_that_does_not_come_up_is_down_with_the_reason_and_its_jobs_reque
     assert json.loads((tmp_path / "state" / "gpu06.json").read_text())["result"] == "failed"
 
 
+def test_slurmctlds_own_give_up_keeps_the_reason_the_resume_found(
+    bmc: tuple[MemoryBmc, str], tls: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """slurmctld calls ResumeFailProgram at ResumeTimeout, after the program set the node DOWN
+    with its reason: the node stays DOWN with that reason, not a generic one (seen in the lab:
+    `[power] resume failed` replaced it)."""
+    _, endpoint = bmc
+    monkeypatch.setattr(power, "WATCH_INTERVAL", 0.05)
+    monkeypatch.setattr(power, "RESUME_MARGIN", 0)
+    slurm = SlurmRecorder({"gpu06": ["IDLE+POWERING_UP"]})
+    power.resume(make_run(tmp_path, endpoint, tls, slurm, "resume", timeout=1), ["gpu06"])
+    slurm.states["gpu06"] = ["DOWN+POWERED_DOWN"]
+    power.resume_fail(make_run(tmp_path, endpoint, tls, slurm, "resume-fail"), ["gpu06"])
+    downs = [c[-1] for c in slurm.commands if "State=DOWN" in c]
+    assert len(downs) == 2 and downs[0] == downs[1], downs
+    assert downs[1].startswith("Reason=[power] bmc: powered on, but slurmd did not register"), downs
+    log = (tmp_path / "power.log").read_text()
+    assert "resume-fail gpu06: DOWN: [power] bmc: powered on, but slurmd did not register" in log, log
+
+
 def test_suspend_never_powers_off_a_node_with_a_job_and_tells_slurm_it_is_up(
     bmc: tuple[MemoryBmc, str], tls: Path, tmp_path: Path
 ) -> None:
@@ -290,6 +310,32 @@ def test_a_playbook_s_hold_keeps_idle_nodes_up(bmc: tuple[MemoryBmc, str], tls: 
     (tmp_path / "state" / "hold").write_text(json.dumps({"until": 1, "by": "Slurm playbook"}))
     power.suspend(make_run(tmp_path, endpoint, tls, slurm, "suspend"), ["gpu05"], grace=5)
     assert service.on["gpu05"] is False
+
+
+def test_release_powers_off_what_slurm_counted_off_during_the_hold(
+    bmc: tuple[MemoryBmc, str], tls: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A node kept on by the hold that slurmctld nevertheless counts POWERED_DOWN is powered off at
+    the release; a node Slurm counts on is left to SuspendTime, one with a job is never touched."""
+    service, endpoint = bmc
+    service.on.update(gpu05=True, gpu06=True)
+    (tmp_path / "state").mkdir()
+    slurm = SlurmRecorder({"gpu05": ["IDLE+POWERED_DOWN"], "gpu06": ["IDLE"]})
+    assert power.release(make_run(tmp_path, endpoint, tls, slurm, "release"), ["gpu05", "gpu06"]) == 0
+    assert service.on == {"gpu05": False, "gpu06": True}
+    assert capsys.readouterr().out.splitlines() == [
+        "gpu05: PowerState On -> Off (ComputerSystem.Reset GracefulShutdown)"
+    ]
+    # Counted off and off already: nothing to do; counted off with a job on it: left on.
+    service.on.update(gpu06=True)
+    slurm = SlurmRecorder(
+        {"gpu05": ["IDLE+POWERED_DOWN"], "gpu06": ["MIXED+POWERED_DOWN"]}, jobs={"gpu06": "9"}
+    )
+    power.release(make_run(tmp_path, endpoint, tls, slurm, "release"), ["gpu05", "gpu06"])
+    assert service.on == {"gpu05": False, "gpu06": True}
+    assert capsys.readouterr().out.splitlines() == ["gpu05: already Off"]
+    # A release keeps no hold in mind: the hold file is gone by then, and not asked.
+    assert not [c for c in slurm.commands if "State=RESUME" in c]
 
 
 def test_the_program_refuses_a_missing_configuration_with_exit_2(
