@@ -3,10 +3,6 @@ and tests/lab/test_fleet_move.py carries out against the real daemons."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import yaml
-
 LAB_EDITS_GPU04_TO_KUBERNETES = {
     "  nodes:\n    - {group: gpu_nodes, type: sim-h100}\n": (
         "  nodes:\n"
@@ -257,32 +253,3 @@ FLEET_2026_ON_24_11 = {
     ", topology: fabric-tree, tenants: [research, product]}": ", tenants: [research, product]}",
     "    block_sizes: [18, 36]\n": "    block_sizes: [18, 36]\n    default: tree\n",
 }
-
-
-def always_on_lab(directory: Path) -> Path:
-    """The lab inventory in `directory` without its power-saved nodes (hosts, node group, partition,
-    leaf and power saving): the four always-on nodes alone. The moves' walks size quotas on them;
-    the older releases' labs prove the rest of the lab (power saving is proven on 26.05)."""
-    hosts = directory / "hosts.yml"
-    data = yaml.safe_load(hosts.read_text())
-    del data["all"]["children"]["saved_nodes"]
-    hosts.write_text(yaml.safe_dump(data))
-    cluster_file = directory / "group_vars" / "all" / "cluster.yml"
-    text = cluster_file.read_text()
-    doc = yaml.safe_load(text)
-    cluster = doc["cluster"]
-    cluster["nodes"] = [n for n in cluster["nodes"] if n["group"] != "saved_nodes"]
-    cluster["partitions"] = [p for p in cluster["partitions"] if p["name"] != "burst"]
-    cluster["fabric"]["tree"] = {
-        "spine": ["leaf1", "leaf2"],
-        "leaf1": ["leaf1_nodes"],
-        "leaf2": ["leaf2_nodes"],
-    }
-    del cluster["slurm"]["power_save"]
-    cluster["slurm"]["slurmctld_parameters"] = [
-        p for p in cluster["slurm"].get("slurmctld_parameters", []) if not p.startswith("power_save_")
-    ]
-    if not cluster["slurm"]["slurmctld_parameters"]:
-        del cluster["slurm"]["slurmctld_parameters"]
-    cluster_file.write_text(yaml.safe_dump(doc, sort_keys=False))
-    return directory

@@ -64,7 +64,7 @@ class Lab:
     @property
     def nodes_up(self) -> list[str]:
         """The compute nodes that are always on: not the power-saved ones (cluster.nodes[].power),
-        which Slurm powers off when idle (tests/lab/test_power.py has those)."""
+        which Slurm powers off when idle (an inventory with power-saved nodes has those)."""
         return always_on(self.cluster, self.cluster.hosts)
 
     def node_states(self) -> dict[str, str]:

@@ -34,7 +34,6 @@ from gpucluster.lab import lab as lab_module
 from gpucluster.lab import nodes
 from gpucluster.lab.paths import DEFAULT_INVENTORY, podman_env
 from gpucluster.layers import load_cluster
-from tests.fleet import always_on_lab
 
 from .conftest import LAB_UP_TIMEOUT, Lab, plain_gres, rows_a_lab_skips, run_scrubbed
 from .test_fleet_move import move_out_and_back
@@ -64,8 +63,7 @@ def _inventory_for(release: str, root: Path) -> Path:
     text = cluster_file.read_text()
     assert '    version: "26.05"\n' in text
     cluster_file.write_text(text.replace('    version: "26.05"\n', f'    version: "{release}"\n'))
-    # Power saving is proven on the 26.05 lab (tests/lab/test_power.py); here the always-on nodes.
-    return always_on_lab(inventory)
+    return inventory
 
 
 def _down() -> None:

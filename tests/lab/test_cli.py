@@ -28,7 +28,7 @@ def test_status_shows_nodes_fabric_and_jobs(lab_cluster: Lab) -> None:
     proc = cli("status")
     assert proc.returncode == 0, proc.stderr
     hosts = len(lab_cluster.cluster.inventory.hostvars)
-    assert hosts == 9  # two controllers, four GPU nodes, two power-saved GPU nodes and the login node
+    assert hosts == 7  # two controllers, four GPU nodes and the login node
     assert proc.stdout.startswith(f"lab: up ({hosts} hosts from ")
     for word in ("nodes", "fabric", "jobs", "gpu04", "SwitchName=spine", "gpu:h100:8"):
         assert word in proc.stdout

@@ -79,11 +79,7 @@ def scrape_jobs(files: dict[str, str]) -> dict[str, list[str]]:
 def test_auto_runs_it_where_every_slurm_gpu_node_type_has_nvidias_repository(tmp_path: Path) -> None:
     cluster = load_cluster(lab(tmp_path, NVIDIA_DRIVER, AUTO))
     exporter = decision(cluster)
-    # The lab's power-saved nodes too: the roles configure them while they are up.
-    assert (
-        exporter.hosts == ("gpu01", "gpu02", "gpu03", "gpu04", "gpu11", "gpu12")
-        and exporter.off_because is None
-    )
+    assert exporter.hosts == ("gpu01", "gpu02", "gpu03", "gpu04") and exporter.off_because is None
     files = render_files(cluster)
     # After the health check's Prolog, in the monitoring layer's own section.
     assert job_script_lines(files["slurm/slurm.conf"]) == [
@@ -91,11 +87,11 @@ def test_auto_runs_it_where_every_slurm_gpu_node_type_has_nvidias_repository(tmp
         f"Prolog={dcgm.PROLOG}",
         f"Epilog={dcgm.EPILOG}",
     ]
-    assert scrape_jobs(files)["dcgm"] == [*(f"gpu0{i}:9400" for i in range(1, 5)), "gpu11:9400", "gpu12:9400"]
+    assert scrape_jobs(files)["dcgm"] == [f"gpu0{i}:9400" for i in range(1, 5)]
     settings = yaml.safe_load(files["monitoring/hosts.yaml"])["dcgm_exporter"]
     assert settings == {
-        "hosts": ["gpu01", "gpu02", "gpu03", "gpu04", "gpu11", "gpu12"],
-        "job_mapping_hosts": ["gpu01", "gpu02", "gpu03", "gpu04", "gpu11", "gpu12"],
+        "hosts": ["gpu01", "gpu02", "gpu03", "gpu04"],
+        "job_mapping_hosts": ["gpu01", "gpu02", "gpu03", "gpu04"],
         "packages": ["datacenter-gpu-manager-exporter"],
         "service": "nvidia-dcgm-exporter.service",
         "settings_path": "/etc/default/dcgm-exporter",
@@ -126,7 +122,7 @@ def test_the_lab_turns_it_off_and_renders_no_dcgm_job() -> None:
 
 def test_true_without_nvidias_repository_is_refused_naming_file_key_and_node_types(tmp_path: Path) -> None:
     assert problems(lab(tmp_path, ON)) == [
-        f"{CLUSTER_FILE}:133: cluster.monitoring.dcgm_exporter: dcgm-exporter comes from NVIDIA's CUDA "
+        f"{CLUSTER_FILE}:114: cluster.monitoring.dcgm_exporter: dcgm-exporter comes from NVIDIA's CUDA "
         "repository only (datacenter-gpu-manager-exporter), which the gpu_driver role configures where a "
         "node type's software.driver.source is `nvidia`; Slurm's GPU nodes of node types sim-h100 (driver "
         "source none) have none: set their driver source to `nvidia`, or leave dcgm_exporter out (auto: on "
@@ -234,7 +230,7 @@ def test_before_24_05_auto_is_off_and_says_why(tmp_path: Path) -> None:
         "Prolog=/usr/local/sbin/gpucluster-healthcheck"
     ]
     assert [str(w).removeprefix(f"{tmp_path}/old/lab/") for w in layer_warnings(cluster)][-1] == (
-        f"{CLUSTER_FILE}:134: cluster.monitoring: dcgm-exporter is off: Slurm 22.05 takes one Prolog and "
+        f"{CLUSTER_FILE}:115: cluster.monitoring: dcgm-exporter is off: Slurm 22.05 takes one Prolog and "
         "one Epilog line (several from 24.05); the job mapping needs its own. Set dcgm_exporter: true where "
         "slurm.conf has no other Prolog and Epilog, or upgrade Slurm"
     )
@@ -242,7 +238,7 @@ def test_before_24_05_auto_is_off_and_says_why(tmp_path: Path) -> None:
 
 def test_before_24_05_true_is_refused_while_the_health_check_holds_the_prolog(tmp_path: Path) -> None:
     assert problems(lab(tmp_path, NVIDIA_DRIVER, ON, version="22.05")) == [
-        f"{CLUSTER_FILE}:140: cluster.monitoring.dcgm_exporter: Slurm 22.05 takes one Prolog and one Epilog "
+        f"{CLUSTER_FILE}:121: cluster.monitoring.dcgm_exporter: Slurm 22.05 takes one Prolog and one Epilog "
         "line (several from 24.05) and slurm.conf gives them to the health check's Prolog "
         "(cluster.slurm.health.prolog); dcgm-exporter's job mapping needs a Prolog and an Epilog of its "
         "own: free them, or set dcgm_exporter false"

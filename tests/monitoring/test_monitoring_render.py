@@ -118,19 +118,7 @@ def test_lab_scrapes_both_controllers_endpoints_and_labels_every_node_from_the_m
         assert [g["targets"] for g in groups] == [["ctl01:6817"], ["ctl02:6817"]]  # type: ignore[union-attr]
         assert [g["labels"]["controller"] for g in groups] == ["primary", "backup1"]  # type: ignore[index]
     nodes = {g["labels"]["host"]: g["labels"] for g in jobs["node"]["static_configs"]}  # type: ignore[index,union-attr]
-    assert sorted(nodes) == [
-        "ctl01",
-        "ctl02",
-        "gpu01",
-        "gpu02",
-        "gpu03",
-        "gpu04",
-        "gpu11",
-        "gpu12",
-        "login01",
-    ]
-    # The power-saved nodes' targets say so: down while Slurm keeps them off, no NodeExporterMissing.
-    assert nodes["gpu11"]["power"] == "bmc" and "power" not in nodes["gpu03"]
+    assert sorted(nodes) == ["ctl01", "ctl02", "gpu01", "gpu02", "gpu03", "gpu04", "login01"]
     assert nodes["gpu03"] == {
         "cluster": "lab", "gpus": "8", "host": "gpu03", "node_type": "sim-h100", "owner": "slurm",
         "partitions": "gpu", "role": "compute", "switch": "leaf2",
@@ -214,7 +202,7 @@ def test_the_slurm_exporter_needs_its_port(tmp_path: Path) -> None:
     with pytest.raises(InventoryError) as caught:
         load_cluster(lab_at(tmp_path, "24.11", (SITE_EXPORTER[0], "    slurm_exporter: {}\n")))
     text = "\n".join(str(p) for p in caught.value.problems)
-    assert "cluster.yml:133: cluster.monitoring.slurm_exporter.port" in text
+    assert "cluster.yml:114: cluster.monitoring.slurm_exporter.port" in text
 
 
 @pytest.mark.parametrize(
@@ -384,14 +372,12 @@ def test_gpus_idle_while_jobs_pend_reads_the_releases_source_and_fires_only_for_
     monitoring = write(render_monitoring(load_cluster(lab_at(tmp_path, version))), tmp_path / "out")
     rules = yaml.safe_load((monitoring / "rules" / "gpucluster.rules.yml").read_text())["groups"][0]["rules"]
     (rule,) = [r for r in rules if r["alert"] == "GpusIdleWhileJobsPend"]
-    # The lab's power-saved nodes: GPUs Slurm keeps off are not idle (the collector counts them).
-    off = "gpucluster_slurm_powered_down_partition_gpus"
-    assert set(re.findall(r"\b(\w*slurm_\w+)", rule["expr"])) == {total, alloc, pending, off}
+    assert set(re.findall(r"\b(\w*slurm_\w+)", rule["expr"])) == {total, alloc, pending}
     generated = yaml.safe_load((monitoring / "rules" / "gpucluster.rules.test.yml").read_text())["tests"]
     (test,) = [t for t in generated if t["name"] == "GpusIdleWhileJobsPend"]
     series = {(s["series"].split("{")[0], s["series"]) for s in test["input_series"]}
-    assert {name for name, _ in series} == {total, alloc, pending, off}
-    hosts = {m.group(1) for name, text in series if name != off and (m := re.search(r'host="(\w+)"', text))}
+    assert {name for name, _ in series} == {total, alloc, pending}
+    hosts = {m.group(1) for _, text in series if (m := re.search(r'host="(\w+)"', text))}
     assert hosts == ({"ctl01", "ctl02"} if version == "24.11" else set())
 
     def quiet(case: str, values: dict[str, str]) -> dict[str, object]:
@@ -411,11 +397,7 @@ def test_gpus_idle_while_jobs_pend_reads_the_releases_source_and_fires_only_for_
             ],
         }
 
-    cases = [
-        quiet("every GPU allocated", {alloc: "32x100"}),
-        quiet("nothing pending", {pending: "0x100"}),
-        quiet("the GPUs not allocated are powered down", {off: "24x100"}),
-    ]
+    cases = [quiet("every GPU allocated", {alloc: "32x100"}), quiet("nothing pending", {pending: "0x100"})]
     (monitoring / "rules" / "quiet.test.yml").write_text(
         yaml.safe_dump(
             {"rule_files": ["gpucluster.rules.yml"], "evaluation_interval": test["interval"], "tests": cases}

@@ -30,7 +30,7 @@ def test_lab_expects_every_host_and_both_controllers() -> None:
     expected = expected_targets(load_cluster(INVENTORIES / "lab"))
     assert ("node", "gpu04:9100") in expected and ("slurmctld_nodes", "ctl02:6817") in expected
     # prometheus, alertmanager, 7 hosts, 5 endpoints x 2 controllers; no DCGM in the lab
-    assert len(expected) == 2 + 9 + 5 * 2 and not any(job == "dcgm" for job, _ in expected)
+    assert len(expected) == 2 + 7 + 5 * 2 and not any(job == "dcgm" for job, _ in expected)
 
 
 def test_all_up_passes_and_a_down_or_missing_target_fails_naming_its_host() -> None:

@@ -221,7 +221,7 @@ PLAYBOOK = """\
           ansible.builtin.assert:
             that:
               - rendered.controllers == ['ctl01', 'ctl02']
-              - groups['slurm_compute_nodes'] == ['gpu01', 'gpu02', 'gpu03', 'gpu04', 'gpu11', 'gpu12']
+              - groups['slurm_compute_nodes'] == ['gpu01', 'gpu02', 'gpu03', 'gpu04']
               - groups['slurm_login_nodes'] == ['login01']
               - rendered.health_program is file
 

@@ -15,7 +15,7 @@ def test_lab_login_node_is_a_group_of_its_own() -> None:
     groups = render.classify(load_cluster(DEFAULT_INVENTORY))
     assert groups["controllers"] == ["ctl01", "ctl02"]
     assert groups["dbd_hosts"] == ["ctl02"]
-    assert groups["compute_nodes"] == ["gpu01", "gpu02", "gpu03", "gpu04", "gpu11", "gpu12"]
+    assert groups["compute_nodes"] == ["gpu01", "gpu02", "gpu03", "gpu04"]
     assert groups["login_nodes"] == ["login01"]
 
 

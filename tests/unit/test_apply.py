@@ -84,14 +84,14 @@ def test_without_configless_slurm_conf_goes_to_every_slurm_host(inventories: Inv
         inventories,
         {
             **both,
-            'max_time: "1-00:00:00"}\n    - {name: burst': 'max_time: "2-00:00:00"}\n    - {name: burst',
+            'max_time: "1-00:00:00"}': 'max_time: "2-00:00:00"}',
         },
         name="new",
     )
     [(playbook, hosts)] = limits(actions_of(old, new))
     assert playbook == "playbooks/slurm.yml"
     # Every host keeps slurm.conf: controllers, the accounting host, the nodes and login01.
-    assert hosts == CONTROLLERS | {"login01", "gpu01", "gpu02", "gpu03", "gpu04", "gpu11", "gpu12"}
+    assert hosts == CONTROLLERS | {"login01", "gpu01", "gpu02", "gpu03", "gpu04"}
 
 
 # A second node type, without node software, for the hosts of the second scalable unit.

@@ -666,7 +666,7 @@ def test_the_rendered_gate_section_is_what_the_program_reads(tmp_path: Path) -> 
     path.write_text(files["slurm/healthcheck.conf"])
     gate = hc.load_gate(path)
     assert gate is not None
-    assert gate.slots == {"gpu": 1, "burst": 1} and gate.peers("gpu03") == ("gpu04",)
+    assert gate.slots == {"gpu": 1} and gate.peers("gpu03") == ("gpu04",)
     assert {t: gate.level(t) for t in TRIGGERS} == {t: getattr(cluster.spec.gate.levels, t)  # type: ignore[union-attr]
                                                      for t in TRIGGERS}  # fmt: skip
     exp = hc.load_expectations(path, "gpu01")

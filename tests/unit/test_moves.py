@@ -15,15 +15,15 @@ from gpucluster.layers import load_cluster
 from gpucluster.model.base import Owner
 from gpucluster.model.cluster import Cluster
 from tests.conftest import InventoryFactory, run_cli
-from tests.fleet import always_on_lab, gpu04_to_kubernetes
+from tests.fleet import gpu04_to_kubernetes
 
 
 def lab_pair(inventories: InventoryFactory) -> tuple[Path, Path]:
-    old = always_on_lab(inventories.copy_example("lab", name="old"))
+    old = inventories.copy_example("lab", name="old")
     new = inventories.copy_example("lab", name="new")
     cluster_file = new / "group_vars" / "all" / "cluster.yml"
     cluster_file.write_text(gpu04_to_kubernetes(cluster_file.read_text()))
-    return old, always_on_lab(new)
+    return old, new
 
 
 def check_walk(old: Cluster, new: Cluster, steps: list[Step]) -> None:

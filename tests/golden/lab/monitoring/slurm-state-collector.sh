@@ -28,34 +28,4 @@ esc() { sed -e 's/\\/\\\\/g' -e 's/"/\\"/g'; }
   code=$(curl -s -o /dev/null -m 5 -w '%{http_code}' http://ctl01:6820/openapi/v3 2>/dev/null)
   [ "${code:-000}" != 000 ] && v=1 || v=0
   echo "gpucluster_slurmrestd_up $v"
-  if nodes=$(sinfo -a -N -h -O 'NodeList:0|,PartitionName:0|,StateLong:0|,Gres:0' 2>/dev/null); then
-    printf '%s\n' "$nodes" | awk -F'|' '
-      function gpus_of(gres,   n, i, k, entry, field, sum) {
-        # gpu:h100:8(S:0), gpu:h100:2(IDX:0-1), gpu:4, gpu:a100:2,gpu:h100:4 (shard:... and other GRES
-        # left out); the parenthesised part may hold commas (IDX:0,2-3): removed first.
-        gsub(/\([^)]*\)/, "", gres)
-        n = split(gres, entry, ",")
-        sum = 0
-        for (i = 1; i <= n; i++) {
-          k = split(entry[i], field, ":")
-          if (field[1] != "gpu") continue
-          if (k > 1 && field[k] ~ /^[0-9]+$/) sum += field[k]
-          else sum += 1
-        }
-        return sum
-      }
-      {
-        if (!($2 in seen)) { seen[$2] = 1; partitions[++np] = $2 }
-        if ($3 !~ /[~#%]/) next
-        off[$2] += gpus_of($4)
-        if (!($1 in counted)) { counted[$1] = 1; total += gpus_of($4) }
-      }
-      END {
-        printf "# HELP gpucluster_slurm_powered_down_partition_gpus GPUs of the partition on nodes Slurm powered off (or powers on or off).\n# TYPE gpucluster_slurm_powered_down_partition_gpus gauge\n"
-        for (i = 1; i <= np; i++) printf "gpucluster_slurm_powered_down_partition_gpus{partition=\"%s\"} %d\n", partitions[i], off[partitions[i]]
-        printf "# HELP gpucluster_slurm_powered_down_gpus GPUs on nodes Slurm powered off (or powers on or off), each node once.\n# TYPE gpucluster_slurm_powered_down_gpus gauge\n"
-        printf "gpucluster_slurm_powered_down_gpus %d\n", total
-      }
-    '
-  fi
 } > "$tmp" && mv "$tmp" "$out"

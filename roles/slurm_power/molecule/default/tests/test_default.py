@@ -7,22 +7,12 @@ from __future__ import annotations
 
 import json
 import re
-import time
 
 NODE = "molsaved01"
 PROGRAM = "/usr/local/sbin/gpucluster-power"
 CONF = "/etc/slurm/gpucluster-power.json"
 SECRETS = "/etc/slurm/gpucluster-power-secrets.json"
 LOG = "/var/log/slurm/gpucluster-power.log"
-
-
-def wait_for(predicate, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(1)
-    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
 
 
 def node(host) -> tuple[str, str]:
