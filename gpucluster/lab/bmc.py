@@ -5,6 +5,7 @@ credentials (vaulted into the lab's inventory for the slurm_power role), and the
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import secrets
@@ -120,6 +121,24 @@ def ensure(state: LabState, cluster: Cluster, index: int, address: str, prefix_l
         if process.poll() is not None or time.monotonic() > deadline:
             raise LabError(f"the lab's BMC did not start (log: {directory / 'service.log'})")
         time.sleep(0.1)
+
+
+def service_pids(netns: str) -> list[int]:
+    """The lab BMC services serving the namespace `netns`, found by their command line (`-m
+    gpucluster.lab.redfish ... --netns NAME`): the service binds its socket in that namespace from
+    one thread and runs in the host's, so `ip netns pids` does not list it."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        pairs = set(itertools.pairwise(a.decode("utf-8", "replace") for a in argv))
+        if ("-m", "gpucluster.lab.redfish") in pairs and ("--netns", netns) in pairs:
+            found.append(int(entry.name))
+    return sorted(found)
 
 
 def stop(state: LabState) -> list[str]:

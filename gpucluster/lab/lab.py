@@ -300,7 +300,8 @@ def left_behind() -> LabState | None:
     ]
     bridge = network.BRIDGE if network.link_exists(network.BRIDGE) else ""
     veths = network.bridge_ports(bridge) if bridge else []
-    if not (containers or namespaces or bridge):
+    services = bmc.service_pids(network.netns_name(BMC_HOST))
+    if not (containers or namespaces or bridge or services):
         return None
     state = LabState(
         bridge=bridge,
@@ -308,10 +309,8 @@ def left_behind() -> LabState | None:
         veths=veths,
         containers=dict.fromkeys(containers, ""),
     )
-    # The BMC service runs in the lab's own namespace: whatever runs there, the lab started.
-    if network.netns_name(BMC_HOST) in namespaces:
-        pids = network.netns_pids(network.netns_name(BMC_HOST))
-        state.bmc_pid = pids[0] if pids else 0
+    # The BMC service of this prefix's lab (its command line names the lab's BMC namespace).
+    state.bmc_pid = services[0] if services else 0
     return state
 
 

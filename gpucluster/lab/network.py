@@ -38,11 +38,6 @@ def bridge_ports(bridge: str) -> list[str]:
     return [line.split(":")[1].strip().split("@")[0] for line in out.splitlines() if ":" in line]
 
 
-def netns_pids(name: str) -> list[int]:
-    """The processes that run in the namespace `name`."""
-    return [int(pid) for pid in run(["ip", "netns", "pids", name], check=False).stdout.split()]
-
-
 def _netns_exists(name: str) -> bool:
     return (Path("/run/netns") / name).exists()
 

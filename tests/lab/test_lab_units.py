@@ -193,7 +193,7 @@ def test_state_round_trip_and_down_without_state(lab_dir: Path) -> None:
 
 
 LEFT_BEHIND = """
-import json, subprocess
+import json, subprocess, sys
 from gpucluster.lab import lab, network, nodes
 from gpucluster.lab.paths import IMAGE_REPO
 from gpucluster.lab.state import LabState
@@ -204,11 +204,17 @@ network.ensure_node_network(state, 0, "n1", "10.213.91.10", 24)
 images = nodes.podman("images", "--format", "{{.Repository}}:{{.Tag}}", IMAGE_REPO).split()
 if images:
     nodes.podman("create", "--name", "gcorph-n1", "--label", f"{nodes.LABEL}=n1", images[0], "true")
+# A process with the lab BMC service's command line for this prefix (the service itself runs in
+# the host's namespace, its socket bound in the lab's).
+service = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", "-m", "gpucluster.lab.redfish",
+                            "--netns", network.netns_name("lab-bmc")])
 LabState.path().unlink()  # the state went with its folder, as when a run is killed
 named = []
 kept = lab.down(named.append)
 removed = lab.down(print, left=True)
-print(json.dumps({"kept": kept, "named": named, "removed": removed, "image": bool(images)}))
+ended = service.wait(timeout=30)
+print(json.dumps({"kept": kept, "named": named, "removed": removed, "image": bool(images),
+                  "service": service.pid, "ended": ended}))
 """
 
 
@@ -220,7 +226,8 @@ def test_down_removes_a_lab_left_behind_only_when_asked(tmp_path: Path) -> None:
         assert proc.returncode == 0, proc.stdout + proc.stderr
         result = json.loads(proc.stdout.strip().splitlines()[-1])
         assert result["kept"] == [] and "--left-behind" in result["named"][0], result
-        expected = {"netns gcorph-n1", "bridge gcorph0"}
+        expected = {"netns gcorph-n1", "bridge gcorph0", f"BMC service (pid {result['service']})"}
+        assert result["ended"] == -15, result  # SIGTERM
         if result["image"]:
             expected.add("container gcorph-n1")
         assert expected <= set(result["removed"]), result
