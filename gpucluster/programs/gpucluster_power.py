@@ -14,8 +14,9 @@ is called by says the action (the slurm_power role links the three names to this
 - gpucluster-power-resume-fail NODES: nodes slurmctld gave up on: powered off (so a half-booted node
   costs nothing), DOWN with the reason the resume recorded.
 
-Also `gpucluster-power status [NODES]` (each node's power state as its BMC or cloud reports it) and
-`gpucluster-power check-config`.
+Also `gpucluster-power release` (the playbooks' last play: nodes slurmctld counts powered down while
+a playbook's hold kept them on are powered off, none with a job), `gpucluster-power status [NODES]`
+(each node's power state as its BMC or cloud reports it) and `gpucluster-power check-config`.
 
 Every action is idempotent (a node already on is not reset; an instance that exists is not made
 twice), one per node at a time (a lock per node), parallel across nodes, and logged with the node,
