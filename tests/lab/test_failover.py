@@ -148,6 +148,31 @@ def test_backup_takes_over_and_the_primary_takes_back(ha_lab: Lab) -> None:
     assert _job_state(lab, fresh, primary) == "COMPLETED"
 
 
+def test_a_primary_slurmctld_that_dies_starts_again(ha_lab: Lab) -> None:
+    """With a backup controller, systemd starts a failed slurmctld again (slurm_common's drop-in):
+    a primary that exits while the backup hands control back (Slurm 26.05 saves the backup's
+    state after answering) comes back instead of leaving the cluster on the backup."""
+    lab = ha_lab
+    primary, backup = _controllers(lab)
+    assert (
+        lab.ok("systemctl", "show", "--property=Restart", "--value", "slurmctld", host=primary).strip()
+        == "on-failure"
+    )
+
+    def main_pid() -> str:
+        return lab.ok("systemctl", "show", "--property=MainPID", "--value", "slurmctld", host=primary).strip()
+
+    before = main_pid()
+    assert before not in ("", "0")
+    lab.ok("systemctl", "kill", "--signal=KILL", "slurmctld", host=primary)
+    lab.wait(lambda: main_pid() not in ("0", before), 60, f"systemd to start slurmctld on {primary} again")
+    lab.wait(
+        lambda: _ping(lab, backup) == {primary: "UP", backup: "UP"},
+        _takeover_timeout(lab) + 60,
+        f"{primary} to answer again",
+    )
+
+
 def test_srun_works_while_the_primary_host_is_down(ha_lab: Lab) -> None:
     lab = ha_lab
     primary, backup = _controllers(lab)
