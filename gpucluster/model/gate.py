@@ -195,7 +195,7 @@ class BurnIn(Strict):
     nccl_busbw_gbps: Annotated[float, Field(gt=0)] | None = spec(
         "Floor of nccl-tests' all_reduce_perf average bus bandwidth (GB/s) across the node's GPUs "
         "(standard and deep levels, where nccl-tests is installed). Undeclared: the run must "
-        "succeed, its bandwidth is only recorded.",
+        "succeed, its bandwidth is only recorded. Not for one GPU, where it is 0 by definition.",
         Update.RENDER_ONLY,
         default=None,
     )

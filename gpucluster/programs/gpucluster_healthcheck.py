@@ -1013,7 +1013,14 @@ def bi_nccl(run: BurnIn) -> str:
     result = run.ctx.run(
         [program, "-b", "8M", "-e", "1G", "-f", "2", "-g", str(gpus)], timeout=BURN_IN_SECONDS["nccl"]
     )
-    return busbw_outcome(result, run.exp.burn_in.nccl_busbw, f"across {gpus} GPU(s)")
+    floor = run.exp.burn_in.nccl_busbw
+    if gpus == 1 and floor:
+        # nccl-tests scales all_reduce's bus bandwidth by 2(n-1)/n: 0 on one GPU, whatever the
+        # GPU does (seen on an H200). The run is judged; a floor there cannot be met.
+        busbw_outcome(result, 0.0, "on 1 GPU")  # a failed or wrong run fails as such
+        raise CheckFailed(f"the run passed, but a floor of {floor:g} GB/s cannot be met on one GPU: "
+                          "all_reduce's bus bandwidth is 0 there by definition (declare none)")  # fmt: skip
+    return busbw_outcome(result, floor, f"across {gpus} GPU(s)")
 
 
 def bi_nccl_pair(run: BurnIn) -> str:

@@ -170,6 +170,13 @@ def check_gate(ctx: CheckContext) -> None:
                 ["node_types", name, "burn_in", "infiniband_rate_gbps"],
                 "a rate for no port: list the ports in node_types.<type>.health.infiniband (e.g. mlx5_0:1)",
             )
+        if node_type.burn_in.nccl_busbw_gbps and node_type.gpus is not None and node_type.gpus.count == 1:
+            ctx.fail(
+                ["node_types", name, "burn_in", "nccl_busbw_gbps"],
+                "a floor no node of one GPU can meet: nccl-tests scales all_reduce's bus bandwidth "
+                "by 2(n-1)/n, 0 for one GPU; leave it out (the run is still checked and its "
+                "bandwidth recorded)",
+            )
 
 
 def check_plugins(ctx: CheckContext) -> None:

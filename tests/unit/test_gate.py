@@ -19,7 +19,7 @@ import pytest
 from gpucluster.layers import load_cluster
 from gpucluster.model.gate import LEVELS, TRIGGERS
 from gpucluster.rendering import render_files
-from tests.conftest import INVENTORIES
+from tests.conftest import INVENTORIES, run_cli
 from tests.unit.test_healthcheck import CONFIG, SHOW_NODE, FakeNode, hc
 
 GATE = """
@@ -618,6 +618,45 @@ def test_a_burn_in_by_hand_with_a_floor_fails_below_it(
     )
     assert node.run("--level", "standard", "--nccl-busbw", "150") == 1
     assert "fail  nccl       bus bandwidth 99 GB/s across 8 GPU(s) (floor 150)" in capsys.readouterr().out
+
+
+def test_a_floor_on_one_gpu_fails_saying_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """What all_reduce_perf printed on an H200 machine (one GPU): its bus bandwidth is 0 there."""
+    host = GateNode(tmp_path, monkeypatch)
+    host.nvidia_smi(count=1)
+    host.shell_tool(
+        "all_reduce_perf", 'echo "# Out of bounds values : 0 OK"\necho "# Avg bus bandwidth    : 0 "'
+    )
+    args = ["--config", str(tmp_path / "none.conf"), "--root", str(host.root), "--state-dir", str(tmp_path / "s"),
+            "--level", "standard", "--gpus", "1"]  # fmt: skip
+    assert hc.main(args) == 0
+    assert (
+        "pass  nccl       bus bandwidth 0 GB/s across 1 GPU(s) (no floor declared)" in capsys.readouterr().out
+    )
+    assert hc.main([*args, "--nccl-busbw", "1"]) == 1
+    assert (
+        "fail  nccl       the run passed, but a floor of 1 GB/s cannot be met on one GPU: all_reduce's "
+        "bus bandwidth is 0 there by definition (declare none)"
+    ) in capsys.readouterr().out
+
+
+def test_an_nccl_floor_on_a_node_type_of_one_gpu_is_refused_at_its_line(tmp_path: Path) -> None:
+    lab = gated_lab(tmp_path)
+    cluster_file = lab / "group_vars" / "all" / "cluster.yml"
+    eight = 'gpus: {model: h100, count: 8, devices: "/dev/nvidia[0-7]", memory_gb: 80}\n'
+    text = cluster_file.read_text()
+    assert eight in text
+    one = 'gpus: {model: h100, count: 1, devices: "/dev/nvidia0", memory_gb: 80}\n      burn_in: {nccl_busbw_gbps: 100}\n'
+    cluster_file.write_text(text.replace(eight, one))
+    line = cluster_file.read_text().splitlines().index("      burn_in: {nccl_busbw_gbps: 100}") + 1
+    proc = run_cli("validate", str(lab))
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert (
+        f"{cluster_file}:{line}: cluster.node_types.sim-h100.burn_in.nccl_busbw_gbps: a floor no node of one GPU"
+        in (proc.stdout + proc.stderr)
+    )
 
 
 def test_a_burn_in_by_hand_on_a_host_without_any_declaration(
