@@ -51,3 +51,19 @@ def test_prometheus_not_answering_fails() -> None:
         [("node", "a:9100")], {"rc": 7, "stdout": "", "stderr": "curl: (7) Failed to connect"}, "login01"
     )
     assert result.status == Status.FAIL and "login01 does not answer: curl: (7)" in result.detail
+
+
+def test_a_power_saved_nodes_target_down_passes_and_is_named() -> None:
+    expected = [("node", "gpu03:9100"), ("node", "gpu11:9100")]
+    answer = _answer([("node", "gpu03:9100", "up"), ("node", "gpu11:9100", "down")])
+    stdout = json.loads(str(answer["stdout"]))
+    stdout["data"]["activeTargets"][1]["labels"]["power"] = "bmc"
+    answer["stdout"] = json.dumps(stdout)
+    result = judge(expected, answer, "login01")
+    assert result.status == Status.PASS
+    assert result.detail == "1 scrape targets up; down while power-saved: gpu11:9100"
+    # Unlabelled, the same down target is a fault.
+    plain = judge(
+        expected, _answer([("node", "gpu03:9100", "up"), ("node", "gpu11:9100", "down")]), "login01"
+    )
+    assert plain.status == Status.FAIL and plain.names == ("gpu11",)
