@@ -1898,7 +1898,11 @@ def reboot_anyway(args: argparse.Namespace, gconf: GateConf | None) -> int:
 def burn_in_run(args: argparse.Namespace, exp: Expectations, gconf: GateConf, ctx: Context, node: str) -> int:
     """The detached burn-in the health check started: its checks, then its verdict applied."""
     state_file = ctx.state_dir / "state.json"
-    snapshot = State.load(state_file)
+    # The run that started this one saves the gate (its phase, this pid) under the state lock after
+    # starting it: read once that run lets go. Read at once, a loaded machine showed the state of
+    # before, "nothing to do", and the gate left waiting out its bound.
+    with locked(ctx.state_dir, wait=90):
+        snapshot = State.load(state_file)
     gate = snapshot.gate
     if gate is None or gate.get("phase") != "burn-in":
         print(f"{node}: not in burn-in: nothing to do")

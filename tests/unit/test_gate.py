@@ -217,6 +217,29 @@ def test_a_node_the_health_check_drained_comes_back_only_through_a_passing_burn_
     assert json.loads(kept.read_text())["checks"][0]["check"] == "gpu_count"
 
 
+def test_the_burn_in_reads_the_gate_once_the_run_that_started_it_has_saved_it(
+    node: GateNode, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a loaded machine the detached burn-in read the state before the health check that
+    started it had saved the gate, printed "not in burn-in: nothing to do" and ended: the gate
+    waited out its bound. Here the health check takes 3 s between the start and its save."""
+    real_spawn = hc.spawn_burn_in
+
+    def slow_spawn(*args: Any, **kwargs: Any) -> int:
+        pid: int = real_spawn(*args, **kwargs)
+        time.sleep(3)
+        return pid
+
+    monkeypatch.setattr(hc, "spawn_burn_in", slow_spawn)
+    node.nvidia_smi()
+    node.enter("repaired")
+    node.run()
+    node.wait_burn_in(timeout=60)
+    log = (node.state_dir / "burn-in.log").read_text()
+    assert "nothing to do" not in log, log
+    assert node.gate() is None and node.state()["counts"] == {"pass": 1}, log
+
+
 def test_without_a_gate_the_health_check_resumes_as_before(node: GateNode) -> None:
     node.config.write_text(CONFIG)
     node.device(3).unlink()
