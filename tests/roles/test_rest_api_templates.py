@@ -3,9 +3,14 @@ of Debian's slurmrestd unit (slurm_restd)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import jinja2
+
+from tests.conftest import REPO
 
 from .conftest import ROLES
 
@@ -93,3 +98,23 @@ def test_slurmrestd_loads_its_default_plugins_where_none_are_named() -> None:
 
 def test_slurmdbd_writes_its_pid_where_the_release_s_unit_lets_it() -> None:
     assert "PidFile=/run/slurmdbd/slurmdbd.pid" in slurmdbd_conf(KEY).splitlines()
+
+
+def test_without_the_rest_api_the_role_only_retires(tmp_path: Path) -> None:
+    """A cluster without cluster.slurm.rest_api: the playbook's REST API play still runs the role on
+    the controllers and login hosts, to stop a slurmrestd it started there before. Its argument
+    check templated the check path from the settings that are none then, and the play failed (seen
+    bringing up a lab whose inventory has no REST API)."""
+    play = tmp_path / "play.yml"
+    play.write_text(
+        "- name: No REST API\n  hosts: localhost\n  connection: local\n  gather_facts: false\n"
+        f'  vars:\n    ansible_python_interpreter: "{{{{ ansible_playbook_python }}}}"\n'
+        f"    slurm_restd_settings: null\n    slurm_restd_dropin: {tmp_path}/absent.conf\n"
+        "  roles:\n    - role: gpucluster.cluster.slurm_restd\n"
+    )
+    proc = subprocess.run(
+        [str(Path(sys.executable).parent / "ansible-playbook"), "-i", "localhost,", str(play)],
+        cwd=REPO, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Look for this role's drop-in" in proc.stdout and "failed=0" in proc.stdout
