@@ -78,13 +78,14 @@ def _bmc_vars(target: Path) -> None:
 
 
 def write_inventory(source: Path, cluster: Cluster) -> Path:
-    """Copy hosts.yml and the group_vars of `all`; add host_vars that reach each host through podman."""
+    """Copy hosts.yml and the group_vars of every group (a group's own settings, such as the
+    slurmd options of the power-saved nodes); add host_vars that reach each host through podman."""
     target = inventory_dir(source)
     hosts_file = next(p for p in (source / "hosts.yml", source / "hosts.yaml") if p.is_file())
     _write(target / "hosts.yml", hosts_file.read_text(encoding="utf-8"))
-    source_vars = source / "group_vars" / "all"
-    for path in sorted(source_vars.glob("*.y*ml")) if source_vars.is_dir() else []:
-        _write(target / "group_vars" / "all" / path.name, path.read_text(encoding="utf-8"))
+    source_vars = source / "group_vars"
+    for path in sorted(source_vars.rglob("*.y*ml")) if source_vars.is_dir() else []:
+        _write(target / path.relative_to(source), path.read_text(encoding="utf-8"))
     _vaulted_db_password(target / "group_vars" / "all" / "lab-vault.yml")
     if bmc.needed(cluster):
         _bmc_vars(target / "group_vars" / "all" / "lab-bmc.yml")

@@ -164,6 +164,27 @@ def test_generated_inventory_reaches_hosts_through_podman(lab_dir: Path) -> None
     assert load_cluster(target).spec == cluster.spec
 
 
+def test_generated_inventory_keeps_every_groups_own_vars(lab_dir: Path, tmp_path: Path) -> None:
+    """The group_vars of other groups than `all` reach the lab's hosts too: the power-saved nodes'
+    slurmd options lived in group_vars/saved_nodes and a lab brought up without them kept those
+    nodes POWERING_UP until their resume gave up."""
+    source = tmp_path / "lab"
+    shutil.copytree(DEFAULT_INVENTORY, source)
+    (source / "group_vars" / "gpu_nodes").mkdir()
+    (source / "group_vars" / "gpu_nodes" / "slurmd.yml").write_text(
+        '---\nslurm_compute_slurmd_extra_options: ["-b"]\n'
+    )
+    (source / "group_vars" / "login.yml").write_text("---\nsome_login_setting: 1\n")
+    target = inventory.write_inventory(source, load_cluster(source))
+    assert yaml.safe_load((target / "group_vars/gpu_nodes/slurmd.yml").read_text()) == {
+        "slurm_compute_slurmd_extra_options": ["-b"]
+    }
+    assert yaml.safe_load((target / "group_vars/login.yml").read_text()) == {"some_login_setting": 1}
+    assert (target / "group_vars/all/cluster.yml").read_text() == (
+        source / "group_vars/all/cluster.yml"
+    ).read_text()
+
+
 def test_db_password_starting_with_a_dash_is_vaulted_and_decrypts(
     lab_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
