@@ -12,7 +12,7 @@ short_description: Remove several files or symbolic links from a host in one cal
 description:
   - Removes each path of O(paths) that exists (a file or a symbolic link; the link itself, never
     its target) and reports which. Paths that do not exist are fine.
-  - Refuses a directory (names it): the roles remove files that a daemon would otherwise read.
+  - Refuses a directory, naming it (the roles remove files that a daemon would otherwise read).
   - Supports check mode and diff.
 options:
   paths:

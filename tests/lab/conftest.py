@@ -181,6 +181,32 @@ def run_scrubbed(command: str, timeout: float) -> subprocess.CompletedProcess[st
         shutil.rmtree(home, ignore_errors=True)
 
 
+OWN_LAB = ("GPUCLUSTER_LAB_PREFIX", "GPUCLUSTER_LAB_SUBNET", "GPUCLUSTER_LAB_DIR")
+
+
+def own_lab_missing() -> list[str]:
+    """What a lab of its own (beside the session's) still needs set: its prefix, subnet and folder."""
+    return [name for name in OWN_LAB if not os.environ.get(name)]
+
+
+def inventory_for_release(source: Path, release: str, root: Path) -> Path:
+    """A copy of the lab inventory `source` under `root`, targeting `release`."""
+    inventory = root / source.name
+    shutil.copytree(source, inventory)
+    cluster_file = inventory / "group_vars" / "all" / "cluster.yml"
+    text = cluster_file.read_text()
+    assert '    version: "26.05"\n' in text
+    cluster_file.write_text(text.replace('    version: "26.05"\n', f'    version: "{release}"\n'))
+    return inventory
+
+
+def own_lab_down() -> None:
+    """`lab down --left-behind` as a user runs it: a run killed mid-session (CI's time limit) took
+    its state folder, not its lab."""
+    proc = run_scrubbed(".venv/bin/gpucluster lab down --left-behind", timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
 @pytest.fixture(scope="session")
 def lab_env() -> Iterator[Lab]:
     existing = LabState.load()

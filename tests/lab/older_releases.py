@@ -17,9 +17,7 @@ replace the lab in .lab: it refuses.
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import subprocess
 import tempfile
 import threading
@@ -35,15 +33,22 @@ from gpucluster.lab import nodes
 from gpucluster.lab.paths import DEFAULT_INVENTORY, podman_env
 from gpucluster.layers import load_cluster
 
-from .conftest import LAB_UP_TIMEOUT, Lab, plain_gres, rows_a_lab_skips, run_scrubbed
+from .conftest import (
+    LAB_UP_TIMEOUT,
+    Lab,
+    inventory_for_release,
+    own_lab_down,
+    own_lab_missing,
+    plain_gres,
+    rows_a_lab_skips,
+    run_scrubbed,
+)
 from .test_fleet_move import move_out_and_back
 from .test_monitoring import firing, query
 from .test_rest_api import call, token
 from .test_sharing import SHARED_DIR, sharing_proof
 
 pytestmark = pytest.mark.lab
-
-OWN_LAB = ("GPUCLUSTER_LAB_PREFIX", "GPUCLUSTER_LAB_SUBNET", "GPUCLUSTER_LAB_DIR")
 
 OLDER_RELEASES = ("24.11", "22.05")
 
@@ -55,41 +60,26 @@ class OlderLab:
     up_output: str
 
 
-def _inventory_for(release: str, root: Path) -> Path:
-    """The lab inventory, targeting `release`."""
-    inventory = root / "lab"
-    shutil.copytree(DEFAULT_INVENTORY, inventory)
-    cluster_file = inventory / "group_vars" / "all" / "cluster.yml"
-    text = cluster_file.read_text()
-    assert '    version: "26.05"\n' in text
-    cluster_file.write_text(text.replace('    version: "26.05"\n', f'    version: "{release}"\n'))
-    return inventory
-
-
-def _down() -> None:
-    # --left-behind: a run killed mid-session (CI's time limit) took its state folder, not its lab.
-    proc = run_scrubbed(".venv/bin/gpucluster lab down --left-behind", timeout=300)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-
-
 @pytest.fixture(scope="module", params=OLDER_RELEASES)
 def older_lab(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[OlderLab]:
-    missing = [name for name in OWN_LAB if not os.environ.get(name)]
+    missing = own_lab_missing()
     if missing:
         pytest.fail(f"the older releases' labs need a lab of their own: set {', '.join(missing)}")
     release: str = request.param
-    _down()
-    inventory = _inventory_for(release, tmp_path_factory.mktemp(f"release-{release}"))
+    own_lab_down()
+    inventory = inventory_for_release(
+        DEFAULT_INVENTORY, release, tmp_path_factory.mktemp(f"release-{release}")
+    )
     proc = run_scrubbed(f".venv/bin/gpucluster lab up {inventory}", timeout=LAB_UP_TIMEOUT)
     if proc.returncode != 0:
-        _down()
+        own_lab_down()
         pytest.fail(f"lab up of Slurm {release} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
     changed = re.search(r"changed=(\d+)", proc.stdout)
     lab = Lab(load_cluster(inventory), int(changed.group(1)) if changed else None, proc.stdout)
     try:
         yield OlderLab(lab, inventory, proc.stdout + proc.stderr)
     finally:
-        _down()
+        own_lab_down()
 
 
 def _idle(lab: Lab) -> None:
@@ -369,7 +359,7 @@ def test_the_lab_upgrades_to_26_05_and_no_job_is_lost(older_lab: OlderLab) -> No
         f"        suite: {suite_name(UPGRADE_TO)}\n        key: {repo / 'key.asc'}\n",
     ))  # fmt: skip
     upgraded = load_cluster(older_lab.inventory)
-    plan = subprocess.run([str(REPO_ROOT / ".venv/bin/gpucluster"), "plan", "--json", str(_inventory_for("24.11", Path(tempfile.mkdtemp()))), str(older_lab.inventory)],
+    plan = subprocess.run([str(REPO_ROOT / ".venv/bin/gpucluster"), "plan", "--json", str(inventory_for_release(DEFAULT_INVENTORY, "24.11", Path(tempfile.mkdtemp()))), str(older_lab.inventory)],
                           capture_output=True, text=True, check=False)  # fmt: skip
     assert plan.returncode == 0, plan.stderr
     assert [s["name"] for s in json.loads(plan.stdout)["upgrade"]["steps"]][:2] == ["prove", "pre-checks"]

@@ -8,17 +8,9 @@ daemons much of theirs). Its output is the child session's, printed whole when i
 
 from __future__ import annotations
 
-import os
-import re
-import shutil
-import subprocess
-import sys
-import tempfile
-from pathlib import Path
-
 import pytest
 
-from tests.conftest import REPO
+from .own_lab import run_own_lab
 
 pytestmark = pytest.mark.lab
 
@@ -35,34 +27,4 @@ EXPECTED = 14
 
 
 def test_the_older_releases_labs_pass() -> None:
-    state = Path(tempfile.mkdtemp(prefix="gpucluster-older-labs-"))
-    env = {
-        **os.environ,
-        "GPUCLUSTER_LAB_PREFIX": PREFIX,
-        "GPUCLUSTER_LAB_SUBNET": SUBNET,
-        "GPUCLUSTER_LAB_DIR": str(state / ".lab"),
-    }
-    try:
-        proc = subprocess.run(
-            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "0", "-q", "-rA",
-             "tests/lab/older_releases.py"],
-            cwd=REPO,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=TIMEOUT,
-            check=False,
-        )  # fmt: skip
-    except subprocess.TimeoutExpired as exc:
-        # The child session is gone with its fixtures' teardown: its lab goes here.
-        subprocess.run([str(REPO / ".venv/bin/gpucluster"), "lab", "down"], cwd=REPO, env=env, check=False,
-                       capture_output=True, timeout=300)  # fmt: skip
-        pytest.fail(f"the older releases' labs took more than {TIMEOUT} s:\n{exc.stdout!r}")
-    finally:
-        shutil.rmtree(state, ignore_errors=True)
-    output = proc.stdout + proc.stderr
-    summary = output.strip().splitlines()[-1] if output.strip() else ""
-    assert proc.returncode == 0, output
-    assert re.search(rf"\b{EXPECTED} passed\b", summary) and not re.search(
-        r"skipped|failed|error", summary
-    ), output
+    run_own_lab("tests/lab/older_releases.py", PREFIX, SUBNET, TIMEOUT, EXPECTED, "the older releases' labs")

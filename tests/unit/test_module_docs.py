@@ -52,6 +52,20 @@ def test_documentation_matches_the_argument_spec(name: str, monkeypatch: pytest.
 
 
 @pytest.mark.parametrize("name", NAMES)
+def test_every_description_is_text(name: str) -> None:
+    """A description line with `: ` in it is a YAML mapping, which ansible-doc cannot show (seen:
+    `Unable to retrieve documentation ... got '_AnsibleTaggedDict'`)."""
+    documented = yaml.safe_load(load_module(name).DOCUMENTATION)
+    texts = [documented["short_description"], *documented["description"]]
+    texts += [line for option in documented["options"].values() for line in _lines(option["description"])]
+    assert [text for text in texts if not isinstance(text, str)] == []
+
+
+def _lines(description: object) -> list[object]:
+    return description if isinstance(description, list) else [description]
+
+
+@pytest.mark.parametrize("name", NAMES)
 def test_examples_use_the_fqcn_and_documented_options(name: str) -> None:
     module = load_module(name)
     documented = set(yaml.safe_load(module.DOCUMENTATION)["options"])
