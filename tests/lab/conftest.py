@@ -16,6 +16,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -152,21 +153,15 @@ def plain_gres(gres: str) -> str:
     return re.sub(r"\((S|IDX):[^)]*\)", "", gres)
 
 
+# What makes a lab its own, beside the session's: its prefix, subnet and state folder.
+OWN_LAB = ("GPUCLUSTER_LAB_PREFIX", "GPUCLUSTER_LAB_SUBNET", "GPUCLUSTER_LAB_DIR")
+
+
 def run_scrubbed(command: str, timeout: float) -> subprocess.CompletedProcess[str]:
     """A README command, from the repository, with only what a fresh root shell has."""
     home = tempfile.mkdtemp(prefix="gpucluster-home-")
     # A second lab on this machine stays itself: its prefix, subnet and directory pass through.
-    own = {
-        k: v
-        for k, v in os.environ.items()
-        if k
-        in (
-            "GPUCLUSTER_LAB_PREFIX",
-            "GPUCLUSTER_LAB_SUBNET",
-            "GPUCLUSTER_LAB_DIR",
-            "GPUCLUSTER_PYXIS_SOURCES",
-        )
-    }
+    own = {k: v for k, v in os.environ.items() if k in (*OWN_LAB, "GPUCLUSTER_PYXIS_SOURCES")}
     try:
         return subprocess.run(
             ["bash", "-c", command],
@@ -181,14 +176,6 @@ def run_scrubbed(command: str, timeout: float) -> subprocess.CompletedProcess[st
         shutil.rmtree(home, ignore_errors=True)
 
 
-OWN_LAB = ("GPUCLUSTER_LAB_PREFIX", "GPUCLUSTER_LAB_SUBNET", "GPUCLUSTER_LAB_DIR")
-
-
-def own_lab_missing() -> list[str]:
-    """What a lab of its own (beside the session's) still needs set: its prefix, subnet and folder."""
-    return [name for name in OWN_LAB if not os.environ.get(name)]
-
-
 def inventory_for_release(source: Path, release: str, root: Path) -> Path:
     """A copy of the lab inventory `source` under `root`, targeting `release`."""
     inventory = root / source.name
@@ -200,11 +187,42 @@ def inventory_for_release(source: Path, release: str, root: Path) -> Path:
     return inventory
 
 
-def own_lab_down() -> None:
+def lab_down_left_behind() -> None:
     """`lab down --left-behind` as a user runs it: a run killed mid-session (CI's time limit) took
     its state folder, not its lab."""
     proc = run_scrubbed(".venv/bin/gpucluster lab down --left-behind", timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+@dataclass
+class OwnLab:
+    lab: Lab
+    inventory: Path
+    # What `lab up` printed (its smoke jobs included).
+    up_output: str
+
+
+@contextmanager
+def own_lab_up(source: Path, release: str, root: Path, what: str) -> Iterator[OwnLab]:
+    """The lab inventory `source` at `release`, brought up as a user would (`gpucluster lab up`,
+    scrubbed) as a lab of its own (OWN_LAB must be set), and taken down afterwards."""
+    missing = [name for name in OWN_LAB if not os.environ.get(name)]
+    if missing:
+        pytest.fail(f"{what} need a lab of their own: set {', '.join(missing)}")
+    lab_down_left_behind()
+    inventory = inventory_for_release(source, release, root)
+    started = time.monotonic()
+    proc = run_scrubbed(f".venv/bin/gpucluster lab up {inventory}", timeout=LAB_UP_TIMEOUT)
+    if proc.returncode != 0:
+        lab_down_left_behind()
+        pytest.fail(f"lab up of Slurm {release} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+    print(f"\nlab up of {source.name} at Slurm {release}: {time.monotonic() - started:.1f} s")
+    changed = re.search(r"changed=(\d+)", proc.stdout)
+    lab = Lab(load_cluster(inventory), int(changed.group(1)) if changed else None, proc.stdout)
+    try:
+        yield OwnLab(lab, inventory, proc.stdout + proc.stderr)
+    finally:
+        lab_down_left_behind()
 
 
 @pytest.fixture(scope="session")
@@ -214,9 +232,7 @@ def lab_env() -> Iterator[Lab]:
     changed = None
     output = None
     if not reuse:
-        # A run killed mid-session (CI's time limit) takes its state folder with it, not its lab.
-        left = run_scrubbed(".venv/bin/gpucluster lab down --left-behind", timeout=300)
-        assert left.returncode == 0, left.stdout + left.stderr
+        lab_down_left_behind()
         proc = run_scrubbed(readme_commands().lab, timeout=LAB_UP_TIMEOUT)
         if proc.returncode != 0:
             run_scrubbed(".venv/bin/gpucluster lab down", timeout=300)

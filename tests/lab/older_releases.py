@@ -23,7 +23,6 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -34,11 +33,10 @@ from gpucluster.lab.paths import DEFAULT_INVENTORY, podman_env
 from gpucluster.layers import load_cluster
 
 from .conftest import (
-    LAB_UP_TIMEOUT,
     Lab,
+    OwnLab,
     inventory_for_release,
-    own_lab_down,
-    own_lab_missing,
+    own_lab_up,
     plain_gres,
     rows_a_lab_skips,
     run_scrubbed,
@@ -53,33 +51,12 @@ pytestmark = pytest.mark.lab
 OLDER_RELEASES = ("24.11", "22.05")
 
 
-@dataclass
-class OlderLab:
-    lab: Lab
-    inventory: Path
-    up_output: str
-
-
 @pytest.fixture(scope="module", params=OLDER_RELEASES)
-def older_lab(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[OlderLab]:
-    missing = own_lab_missing()
-    if missing:
-        pytest.fail(f"the older releases' labs need a lab of their own: set {', '.join(missing)}")
+def older_lab(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[OwnLab]:
     release: str = request.param
-    own_lab_down()
-    inventory = inventory_for_release(
-        DEFAULT_INVENTORY, release, tmp_path_factory.mktemp(f"release-{release}")
-    )
-    proc = run_scrubbed(f".venv/bin/gpucluster lab up {inventory}", timeout=LAB_UP_TIMEOUT)
-    if proc.returncode != 0:
-        own_lab_down()
-        pytest.fail(f"lab up of Slurm {release} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
-    changed = re.search(r"changed=(\d+)", proc.stdout)
-    lab = Lab(load_cluster(inventory), int(changed.group(1)) if changed else None, proc.stdout)
-    try:
-        yield OlderLab(lab, inventory, proc.stdout + proc.stderr)
-    finally:
-        own_lab_down()
+    root = tmp_path_factory.mktemp(f"release-{release}")
+    with own_lab_up(DEFAULT_INVENTORY, release, root, "the older releases' labs") as own:
+        yield own
 
 
 def _idle(lab: Lab) -> None:
@@ -91,7 +68,7 @@ def _idle(lab: Lab) -> None:
     )
 
 
-def test_the_lab_runs_the_release_and_its_smoke_jobs_pass(older_lab: OlderLab) -> None:
+def test_the_lab_runs_the_release_and_its_smoke_jobs_pass(older_lab: OwnLab) -> None:
     release = older_lab.lab.cluster.release.name
     assert "$ srun" in older_lab.up_output and "CUDA_VISIBLE_DEVICES=0,1" in older_lab.up_output
     for host, program in (
@@ -104,7 +81,7 @@ def test_the_lab_runs_the_release_and_its_smoke_jobs_pass(older_lab: OlderLab) -
         assert version.startswith(f"{release}."), (host, program, version)
 
 
-def test_verify_passes_every_row(older_lab: OlderLab) -> None:
+def test_verify_passes_every_row(older_lab: OwnLab) -> None:
     _idle(older_lab.lab)
     proc = run_scrubbed(".venv/bin/gpucluster lab verify --json", timeout=900)
     report = json.loads(proc.stdout)
@@ -114,7 +91,7 @@ def test_verify_passes_every_row(older_lab: OlderLab) -> None:
     assert skipped <= rows_a_lab_skips(), skipped
 
 
-def test_the_rest_api_answers_a_token(older_lab: OlderLab) -> None:
+def test_the_rest_api_answers_a_token(older_lab: OwnLab) -> None:
     lab = older_lab.lab
     status, data = call(lab, "GET", "/nodes", "alice", token(lab, "alice"))
     assert status == 200, data
@@ -125,7 +102,7 @@ def test_the_rest_api_answers_a_token(older_lab: OlderLab) -> None:
     assert status == 401
 
 
-def test_a_job_submitted_on_the_login_node_runs(older_lab: OlderLab) -> None:
+def test_a_job_submitted_on_the_login_node_runs(older_lab: OwnLab) -> None:
     lab = older_lab.lab
     _idle(lab)
     out = lab.ok("sbatch", "--parsable", "--wait", "--output=/dev/null", "--gres=gpu:h100:1", "--wrap=hostname",
@@ -154,7 +131,7 @@ def _metric(lab: Lab, promql: str, label: str) -> dict[str, int]:
 
 
 def test_the_collector_serves_the_gpu_metrics_and_gpus_idle_while_jobs_pend_fires(
-    older_lab: OlderLab,
+    older_lab: OwnLab,
 ) -> None:
     """Slurm before 25.11 serves no metrics: the state collector on both controllers gives the
     partition and node GPUs, and the queue, under gpucluster's names. Prometheus on login01 has them
@@ -246,7 +223,7 @@ def test_the_collector_serves_the_gpu_metrics_and_gpus_idle_while_jobs_pend_fire
 
 # 22.05 only: 24.11 adds and removes nodes with `scontrol reconfigure`, as 26.05 does (the session's
 # lab proves that path); 22.05 restarts the daemons for it, the path proven here.
-def test_shards_share_one_gpu_and_a_tenants_limit_holds(older_lab: OlderLab) -> None:
+def test_shards_share_one_gpu_and_a_tenants_limit_holds(older_lab: OwnLab) -> None:
     """tests/lab/test_sharing.py's proof on this release: shards on both, MPS on 24.11 (22.05 takes
     one Prolog, the health check's); then the lab's own inventory again."""
     lab = older_lab.lab
@@ -261,7 +238,7 @@ def test_shards_share_one_gpu_and_a_tenants_limit_holds(older_lab: OlderLab) -> 
 
 
 @pytest.mark.parametrize("older_lab", ["22.05"], indirect=True)
-def test_a_node_moves_to_kubernetes_and_back(older_lab: OlderLab) -> None:
+def test_a_node_moves_to_kubernetes_and_back(older_lab: OwnLab) -> None:
     _idle(older_lab.lab)
     move_out_and_back(older_lab.lab, older_lab.inventory)
 
@@ -315,7 +292,7 @@ def _refused_seconds(refused: list[float], tries: list[float]) -> float:
 
 
 @pytest.mark.parametrize("older_lab", ["24.11"], indirect=True)
-def test_the_lab_upgrades_to_26_05_and_no_job_is_lost(older_lab: OlderLab) -> None:
+def test_the_lab_upgrades_to_26_05_and_no_job_is_lost(older_lab: OwnLab) -> None:
     """The 24.11 lab upgraded in place by playbooks/slurm-upgrade.yml, jobs running, queued and done.
     Expected duration: 8-15 min (the repository cached; the trial and seven hosts' apt runs)."""
     from gpucluster.lab.inventory import write_inventory

@@ -20,17 +20,15 @@ import re
 import subprocess
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from gpucluster.lab import nodes
 from gpucluster.lab.paths import REPO_ROOT, podman_env
-from gpucluster.layers import load_cluster
 from gpucluster.model.powered import saved_hosts
 
-from .conftest import LAB_UP_TIMEOUT, Lab, inventory_for_release, own_lab_down, own_lab_missing, run_scrubbed
+from .conftest import Lab, own_lab_up
 from .test_verify import verify
 
 pytestmark = pytest.mark.lab
@@ -44,33 +42,16 @@ POWER_ON_BOUND = 120
 POWER_OFF_BOUND = 150
 
 
-@dataclass
-class PowerLab:
-    lab: Lab
-    saved: list[str]
-    up_output: str
-
-
 @pytest.fixture(scope="module", params=RELEASES)
-def power_lab(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[PowerLab]:
-    missing = own_lab_missing()
-    if missing:
-        pytest.fail(f"the power-saving labs need a lab of their own: set {', '.join(missing)}")
+def power_lab(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     release: str = request.param
-    own_lab_down()
-    inventory = inventory_for_release(INVENTORY, release, tmp_path_factory.mktemp(f"power-{release}"))
-    started = time.monotonic()
-    proc = run_scrubbed(f".venv/bin/gpucluster lab up {inventory}", timeout=LAB_UP_TIMEOUT)
-    if proc.returncode != 0:
-        own_lab_down()
-        pytest.fail(f"lab up of Slurm {release} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
-    print(f"\nlab up (Slurm {release}, power-saved nodes behind lab-bmc): {time.monotonic() - started:.1f} s")
-    cluster = load_cluster(inventory)
-    lab = Lab(cluster, None, proc.stdout)
-    try:
-        yield PowerLab(lab, saved_hosts(cluster), proc.stdout + proc.stderr)
-    finally:
-        own_lab_down()
+    root = tmp_path_factory.mktemp(f"power-{release}")
+    with own_lab_up(INVENTORY, release, root, "the power-saving labs") as own:
+        yield own.lab
+
+
+def _saved(lab: Lab) -> list[str]:
+    return saved_hosts(lab.cluster)
 
 
 def _state(lab: Lab, node: str) -> str:
@@ -95,18 +76,18 @@ def _power_log(lab: Lab) -> list[str]:
     return lab.ok("cat", POWER_LOG).splitlines()
 
 
-def _wait_all_off(power: PowerLab, bound: float = POWER_OFF_BOUND) -> None:
-    power.lab.wait(
-        lambda: all(_powered_down(power.lab, n) for n in power.saved),
+def _wait_all_off(lab: Lab, bound: float = POWER_OFF_BOUND) -> None:
+    lab.wait(
+        lambda: all(_powered_down(lab, n) for n in _saved(lab)),
         bound,
-        f"{', '.join(power.saved)} powered down with their containers stopped",
+        f"{', '.join(_saved(lab))} powered down with their containers stopped",
     )
 
 
-def test_the_power_saved_nodes_are_off_until_a_job_needs_them(power_lab: PowerLab) -> None:
-    lab = power_lab.lab
-    assert power_lab.saved == ["gpu11", "gpu12"]
-    _wait_all_off(power_lab)
+def test_the_power_saved_nodes_are_off_until_a_job_needs_them(power_lab: Lab) -> None:
+    lab = power_lab
+    assert _saved(lab) == ["gpu11", "gpu12"]
+    _wait_all_off(lab)
     # The node that is always on is up, and excluded from suspension (SuspendExcNodes).
     assert _state(lab, "gpu01") == "idle"
     assert nodes.container_running(nodes.container_name("gpu01"))
@@ -114,9 +95,9 @@ def test_the_power_saved_nodes_are_off_until_a_job_needs_them(power_lab: PowerLa
     assert re.search(r"SuspendExcNodes\s+=\s+gpu01", conf), conf
 
 
-def test_a_job_on_both_powers_them_on_and_they_go_off_again_when_idle(power_lab: PowerLab) -> None:
-    lab = power_lab.lab
-    _wait_all_off(power_lab)
+def test_a_job_on_both_powers_them_on_and_they_go_off_again_when_idle(power_lab: Lab) -> None:
+    lab = power_lab
+    _wait_all_off(lab)
     logged = len(_power_log(lab))
     submitted = time.monotonic()
     job = lab.submit("-N2", "--nodelist=gpu[11-12]", "--wrap=hostname", user="alice")
@@ -125,7 +106,7 @@ def test_a_job_on_both_powers_them_on_and_they_go_off_again_when_idle(power_lab:
     )
     took = time.monotonic() - submitted
     new = _power_log(lab)[logged:]
-    for node in power_lab.saved:
+    for node in _saved(lab):
         # The program's own lines: the BMC's reset for the job, then slurmd's registration.
         assert [
             ln
@@ -136,15 +117,15 @@ def test_a_job_on_both_powers_them_on_and_they_go_off_again_when_idle(power_lab:
     print(f"\ntwo-node job on power-saved nodes: submitted to completed in {took:.1f} s")
     print("\n".join(line for line in new if " resume " in line))
     idle_since = time.monotonic()
-    _wait_all_off(power_lab)
+    _wait_all_off(lab)
     print(f"both powered down {time.monotonic() - idle_since:.1f} s after the job ended (SuspendTime 20 s)")
     new = _power_log(lab)[logged:]
-    assert all([ln for ln in new if f" suspend {node}: " in ln] for node in power_lab.saved), new
+    assert all([ln for ln in new if f" suspend {node}: " in ln] for node in _saved(lab)), new
 
 
-def test_a_node_with_a_job_is_never_powered_off(power_lab: PowerLab) -> None:
-    lab = power_lab.lab
-    _wait_all_off(power_lab)
+def test_a_node_with_a_job_is_never_powered_off(power_lab: Lab) -> None:
+    lab = power_lab
+    _wait_all_off(lab)
     job = lab.submit("--nodelist=gpu11", "--wrap=sleep 70", user="alice")
     # squeue, not sacct: accounting says RUNNING while the job is still CONFIGURING (its node
     # powering up).
@@ -158,7 +139,7 @@ def test_a_node_with_a_job_is_never_powered_off(power_lab: PowerLab) -> None:
         time.sleep(2)
     assert seen <= {"allocated", "mixed"}, seen
     lab.wait(lambda: _job_state(lab, job) == "COMPLETED", 60, f"job {job} to complete")
-    _wait_all_off(power_lab)
+    _wait_all_off(lab)
 
 
 def _mask_slurmd(node: str, masked: bool) -> None:
@@ -179,10 +160,10 @@ def _mask_slurmd(node: str, masked: bool) -> None:
 
 
 def test_a_node_whose_slurmd_never_starts_goes_down_with_the_reason_and_its_job_waits(
-    power_lab: PowerLab,
+    power_lab: Lab,
 ) -> None:
-    lab = power_lab.lab
-    _wait_all_off(power_lab)
+    lab = power_lab
+    _wait_all_off(lab)
     _mask_slurmd("gpu12", masked=True)
     try:
         job = lab.submit("--nodelist=gpu12", "--wrap=hostname", user="alice")
@@ -223,16 +204,16 @@ def test_a_node_whose_slurmd_never_starts_goes_down_with_the_reason_and_its_job_
         lambda: _job_state(lab, job) == "COMPLETED", 120 + POWER_ON_BOUND, f"job {job} to complete on gpu12"
     )
     print("\n".join(line for line in _power_log(lab) if " gpu12: " in line)[-2000:])
-    _wait_all_off(power_lab)
+    _wait_all_off(lab)
 
 
-def test_verify_says_each_nodes_power_and_powers_none_on(power_lab: PowerLab) -> None:
-    lab = power_lab.lab
-    _wait_all_off(power_lab)
+def test_verify_says_each_nodes_power_and_powers_none_on(power_lab: Lab) -> None:
+    lab = power_lab
+    _wait_all_off(lab)
     checks = verify()
     failing = {n: row["detail"] for n, row in checks.items() if row["status"] == "fail"}
     assert failing == {}, failing
     assert "; power-saved: gpu11 powered down, gpu12 powered down" in checks["nodes"]["detail"]
     targets = checks["scrape-targets"]["detail"]
     assert "down while power-saved:" in targets and "gpu11" in targets and "gpu12" in targets, targets
-    assert all(_powered_down(lab, n) for n in power_lab.saved)
+    assert all(_powered_down(lab, n) for n in _saved(lab))
