@@ -50,7 +50,7 @@ RUNNABLE = [
 
 
 def test_the_examples_with_bare_metal_slurm_target_releases_with_real_daemons() -> None:
-    assert set(RUNNABLE) == {"hybrid-aws", "lab", "nvl72", "shared-gpus", "superpod"}
+    assert set(RUNNABLE) == {"hybrid-aws", "lab", "lab-power", "nvl72", "shared-gpus", "superpod"}
     assert {load_cluster(INVENTORIES / name).release.name for name in RUNNABLE} == {"26.05"}
 
 
