@@ -19,7 +19,13 @@ from typing import Any
 import yaml
 
 from gpucluster.changes.moves import Step
-from gpucluster.changes.playbooks import PROCEDURES, SLURM_HOSTS, Procedure
+from gpucluster.changes.playbooks import (
+    FILES_ONLY_PROCEDURES,
+    FILES_ONLY_TAG,
+    PROCEDURES,
+    SLURM_HOSTS,
+    Procedure,
+)
 from gpucluster.changes.procedures import CONFIRM
 from gpucluster.changes.records import Plan
 from gpucluster.model.base import Owner, Update
@@ -41,6 +47,7 @@ class Run:
     playbook: str
     hosts: tuple[str, ...]  # the --limit, localhost first
     extra: tuple[str, ...] = ()  # -e key=value
+    tags: tuple[str, ...] = ()  # --tags: only the plays they mark (none: every play)
 
     def argv(
         self, inventory: Path | str, program: str = "ansible-playbook", path: Path | None = None
@@ -50,6 +57,8 @@ class Run:
         command = [program, "-i", str(inventory), playbook, "--limit", ",".join(self.hosts)]
         for var in self.extra:
             command += ["-e", var]
+        if self.tags:
+            command += ["--tags", ",".join(self.tags)]
         return command
 
     def line(self, inventory: Path | str) -> str:
@@ -169,6 +178,20 @@ def step_hosts(step: Step, procedure: Procedure, plan: Plan, inv: _Inventories) 
     return [CONTROLLER_HOST, *dict.fromkeys(ordered)]
 
 
+def files_only(step: Step, plan: Plan) -> bool:
+    """Whether the step changes Slurm's own files (or its accounts) alone, which the plays tagged
+    FILES_ONLY_TAG install: each of its changes touches files under slurm/ only (not slurmdbd.conf,
+    which slurmdbd's play installs), read again by `scontrol reconfigure` or as they are. A change
+    that touches another file (node_ssh, containers) or none (what a role does without one) takes
+    the whole playbook."""
+    if step.procedure not in FILES_ONLY_PROCEDURES or step.update not in (*FILES_ONLY, Update.ACCOUNTS):
+        return False
+    by_path = {c.path: c for c in plan.changes}
+    files = [f for path in step.changes for f in (by_path[path].files if path in by_path else ("",))]
+    files += step.files
+    return bool(files) and all(f.startswith("slurm/") and f != "slurm/slurmdbd.conf" for f in files)
+
+
 def apply_actions(old: Cluster, new: Cluster, plan: Plan, new_files: dict[str, str]) -> list[Run | ByHand]:
     """The plan's steps as runs and steps by hand, in the plan's order (`new_files`: what the new
     inventory renders, which the playbooks group the hosts by)."""
@@ -187,11 +210,14 @@ def apply_actions(old: Cluster, new: Cluster, plan: Plan, new_files: dict[str, s
             if plan.ends_jobs and procedure.playbook == PROCEDURES["slurm"].playbook
             else ()
         )
-        run = Run((number,), procedure.playbook, tuple(step_hosts(step, procedure, plan, inv)), extra)
+        tags = (FILES_ONLY_TAG,) if files_only(step, plan) else ()
+        run = Run((number,), procedure.playbook, tuple(step_hosts(step, procedure, plan, inv)), extra, tags)
         last = actions[-1] if actions else None
         if isinstance(last, Run) and (last.playbook, last.extra) == (run.playbook, run.extra):
+            # One run: tagged where both are, else every play (which does what the tags select).
             hosts = tuple(dict.fromkeys([*last.hosts, *run.hosts]))
-            actions[-1] = replace(last, steps=(*last.steps, number), hosts=hosts)
+            tags = last.tags if last.tags == run.tags else ()
+            actions[-1] = replace(last, steps=(*last.steps, number), hosts=hosts, tags=tags)
         else:
             actions.append(run)
     return actions

@@ -301,3 +301,22 @@ _PROCEDURES = (
 )  # fmt: skip
 
 PROCEDURES: dict[str, Procedure] = {p.key: p for p in _PROCEDURES}
+
+# A change that reaches the daemons by `scontrol reconfigure` or not at all (Update.RENDER_ONLY,
+# RECONFIGURE) or by sacctmgr (ACCOUNTS), carried out by these procedures, needs only some plays
+# of slurm.yml: `gpucluster apply` runs such steps with `--tags FILES_ONLY_TAG`. Each of these
+# plays carries the tag in its playbook, and no other play of slurm.yml does (tests/architecture
+# holds the playbooks to this list): the render, the power hold and release around the change,
+# the live controllers' read (what would end jobs), the files with the handlers that reconfigure,
+# the controllers' check, the accounts. A full converge runs every play, as before.
+FILES_ONLY_TAG = "slurm_files"
+FILES_ONLY_PROCEDURES = ("slurm", "accounts")
+FILES_ONLY_PLAYS = (
+    (SLURM, "Render the Slurm files and group the hosts by their role in the cluster model"),
+    (POWER_SAVED, "Power-saved nodes - hold those that are up, leave out those Slurm powered off"),
+    (SLURM, "The live controllers, what would end jobs, and the controller that stays in charge"),
+    (SLURM, "Slurm configuration, slurmctld and slurmd"),
+    (SLURM, "The controllers of the inventory, and the takeover where one joined"),
+    (SLURM, "Accounts, QOS and users of the tenants"),
+    (POWER_RELEASE, "Power-saved nodes - back to Slurm's power saving"),
+)

@@ -12,7 +12,15 @@ from typing import Any
 
 import yaml
 
-from gpucluster.changes.playbooks import HOST_GROUPS, PROCEDURES, Play, Procedure
+from gpucluster.changes.playbooks import (
+    FILES_ONLY_PLAYS,
+    FILES_ONLY_PROCEDURES,
+    FILES_ONLY_TAG,
+    HOST_GROUPS,
+    PROCEDURES,
+    Play,
+    Procedure,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 INCLUDES = ("ansible.builtin.include_role", "ansible.builtin.import_role")
@@ -141,3 +149,25 @@ def test_every_group_a_procedure_acts_on_is_one_its_plays_run_on() -> None:
     assert host_problems(PROCEDURES) == []
     wrong = {"users": Procedure("users", "x", PROCEDURES["users"].plays, hosts=("gpu_mig_hosts",))}
     assert host_problems(wrong) == ["users: none of its plays runs on gpu_mig_hosts"]
+
+
+def tagged_plays(tag: str) -> set[tuple[str, str]]:
+    """(playbook, play) of every play that carries `tag` (on itself or on the import of its playbook)."""
+    found: set[tuple[str, str]] = set()
+    for path in sorted((ROOT / "playbooks").glob("*.yml")):
+        for play in yaml.safe_load(path.read_text(encoding="utf-8")):
+            if tag in (play.get("tags") or []) and "hosts" in play:
+                found.add((str(path.relative_to(ROOT)), play["name"]))
+            elif tag in (play.get("tags") or []):
+                found.add((str(path.relative_to(ROOT)), f"import {play['ansible.builtin.import_playbook']}"))
+    return found
+
+
+def test_the_plays_of_a_files_only_change_carry_its_tag_and_no_other_does() -> None:
+    """`gpucluster apply` runs a change of Slurm files or accounts alone with `--tags slurm_files`:
+    exactly the plays FILES_ONLY_PLAYS lists carry the tag, and each belongs to a procedure of
+    FILES_ONLY_PROCEDURES or to the render, the controllers or the power hold around them."""
+    assert tagged_plays(FILES_ONLY_TAG) == set(FILES_ONLY_PLAYS)
+    named = {(p.playbook, p.name): proc.key for proc in PROCEDURES.values() for p in proc.plays}
+    for play in FILES_ONLY_PLAYS:
+        assert named.get(play) in (*FILES_ONLY_PROCEDURES, "render", "controllers", "power"), play

@@ -104,6 +104,7 @@ class Applied:
 
     playbook: str
     hosts: tuple[str, ...]
+    tags: tuple[str, ...]
     log: str
 
 
@@ -121,9 +122,12 @@ def apply_change(old: Path, new: Path, extra: Sequence[str] = ()) -> list[Applie
     applied = []
     for action in actions:
         assert isinstance(action, Run)
-        options = ["--limit", ",".join(action.hosts), *(f"-e={var}" for var in action.extra), *extra]
+        # Its options as `gpucluster apply` gives them (--limit, -e, --tags), after the playbook.
+        options = [*action.argv(new)[4:], *extra]
         run = run_playbook(new, lambda message: None, playbook_path(action.playbook), extra=options)
-        applied.append(Applied(action.playbook, action.hosts, run.log.read_text(encoding="utf-8")))
+        applied.append(
+            Applied(action.playbook, action.hosts, action.tags, run.log.read_text(encoding="utf-8"))
+        )
     return applied
 
 

@@ -320,3 +320,37 @@ def test_the_backup_controller_removed_while_jobs_run_then_added_back(safe_lab: 
     for job in (first, second):
         lab_cluster.wait(lambda job=job: finished_cleanly(lab_cluster, job), 120, f"job {job} to finish")
         assert accounted(lab_cluster, job).split() == ["COMPLETED", "0:0"], job
+
+
+# A partition's limit (slurm.conf, reconfigured) and a tenant's GPU quota (sacctmgr).
+CONFIG_ONLY = {
+    'default: true, max_time: "1-00:00:00"}': 'default: true, max_time: "2-00:00:00"}',
+    "      gpu_quota: 16\n": "      gpu_quota: 12\n",
+}
+
+
+def test_config_only_changes_apply_on_the_controllers_and_leave_a_converge_nothing(safe_lab: Lab) -> None:
+    """Issue 41: a change of Slurm's files and accounts alone goes through the plays tagged
+    slurm_files, on the controllers; a full converge of the same inventory afterwards changes
+    nothing anywhere (the plays the tag left out had nothing to do)."""
+    lab_cluster = safe_lab
+    edited = edited_inventory(CONFIG_ONLY)
+    runs = apply_change(DEFAULT_INVENTORY, edited)
+    assert [(r.playbook, r.hosts, r.tags) for r in runs] == [
+        ("playbooks/slurm.yml", ("localhost", "ctl01", "ctl02"), ("slurm_files",))
+    ]
+    log = runs[0].log
+    assert ran(log, "RUNNING HANDLER [slurm_common : Reconfigure Slurm]")
+    assert ran(log, "TASK [slurm_accounts : Make the Slurm associations match the tenants of the inventory]")
+    assert not ran(log, "TASK [munge : Install munge]")  # a play the tag leaves out
+    assert "MaxTime=2-00:00:00" in lab_cluster.ok("scontrol", "show", "partition", "gpu", "--oneliner")
+    shares = lab_cluster.ok(
+        "sacctmgr", "-nP", "show", "assoc", "account=research", "user=", "format=fairshare"
+    )
+    assert shares.split() == ["12"], shares
+
+    converge = run_playbook(edited, lambda message: None)
+    assert not any(converge.changed.values()), converge.changed
+
+    apply_back(edited)
+    assert "MaxTime=1-00:00:00" in lab_cluster.ok("scontrol", "show", "partition", "gpu", "--oneliner")

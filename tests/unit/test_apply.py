@@ -280,3 +280,40 @@ def test_a_step_by_hand_first_stops_apply_before_any_run(inventories: InventoryF
     assert "apply: stopped before step 1, which is done by hand: by hand: scontrol update" in proc.stderr
     assert f"gpucluster apply {old} {new} --from-step 2" in proc.stderr
     assert "apply: steps" not in proc.stdout  # no run started (the list of runs is indented)
+
+
+def tagged(actions: list[Run | ByHand]) -> list[tuple[str, tuple[str, ...]]]:
+    return [(a.playbook, a.tags) for a in actions if isinstance(a, Run)]
+
+
+def test_slurm_files_or_accounts_alone_run_only_the_plays_tagged_for_them(
+    inventories: InventoryFactory,
+) -> None:
+    """Issue 41: a partition's limit, a tenant's quota, a QOS: `--tags slurm_files` (the render,
+    the live controllers, the files and their reconfigure, the accounts; no munge, users, slurmdbd
+    or software plays)."""
+    for edits in (
+        {'default: true, max_time: "1-00:00:00"}': 'default: true, max_time: "12:00:00"}'},
+        {"gpu_quota: 16\n      gpu_limit: 24": "gpu_quota: 8\n      gpu_limit: 24"},
+        {"{name: capped, max_gpus_per_user: 2}": "{name: capped, max_gpus_per_user: 4}"},
+    ):
+        actions = lab_change(inventories, edits)
+        assert tagged(actions) == [("playbooks/slurm.yml", ("slurm_files",))], edits
+        run = actions[0]
+        assert isinstance(run, Run) and run.argv("inv")[-2:] == ["--tags", "slurm_files"]
+        for directory in ("old", "new"):
+            shutil.rmtree(inventories.root / directory)
+
+
+def test_a_change_another_play_installs_runs_the_whole_playbook(inventories: InventoryFactory) -> None:
+    """The admins of node_ssh reach hosts/node_ssh.yaml (slurm_node_ssh's play); configless Slurm
+    switched off restarts the daemons: no tags, every play."""
+    for edits in (
+        {"node_ssh: {admins: [ops]}": "node_ssh: {admins: [ops, bob]}"},
+        {"    configless: true\n": "    configless: false\n"},
+    ):
+        actions = lab_change(inventories, edits)
+        runs = [a for a in actions if isinstance(a, Run) and a.playbook == "playbooks/slurm.yml"]
+        assert runs and all(r.tags == () for r in runs), (edits, actions)
+        for directory in ("old", "new"):
+            shutil.rmtree(inventories.root / directory)
