@@ -143,6 +143,7 @@ CHECKS: tuple[Check, ...] = (
     Check("Slurm: GPUs", slurm.check_gpus),
     Check("Slurm: shared GPUs", slurm_sharing.check_sharing),
     Check("Slurm: extra keys", slurm.check_extra),
+    Check("Slurm: one way of enforcing memory", slurm.check_memory_enforcement),
     Check("Slurm: prologs and epilogs", slurm.check_prologs),
     Check("Slurm: daemons", slurm.check_daemons),
     Check("Slurm: power saving", slurm.check_power_save),

@@ -185,6 +185,25 @@ def check_plugins(ctx: CheckContext) -> None:
         ctx.fail(["slurm", "task_plugins"], "`none` cannot be combined with other task plugins")
 
 
+def check_memory_enforcement(ctx: CheckContext) -> None:
+    """slurmctld and slurmd stop when JobAcctGatherParams=OverMemoryKill meets the cgroup's memory
+    confinement (task/cgroup with ConstrainRAMSpace or ConstrainSwapSpace): two mechanisms that
+    kill a job over its memory, of which Slurm allows one."""
+    slurm = ctx.spec.slurm
+    params = str(slurm.extra.get("JobAcctGatherParams", ""))
+    if "overmemorykill" not in [p.strip().lower() for p in params.split(",")]:
+        return
+    swap = str(slurm.cgroup.extra.get("ConstrainSwapSpace", "no")).lower() in ("yes", "true", "1")
+    if "cgroup" in slurm.task_plugins and (slurm.cgroup.constrain_ram_space or swap):
+        ctx.fail(
+            ["slurm", "extra", "JobAcctGatherParams"],
+            "OverMemoryKill beside the cgroup's memory limit (task/cgroup with "
+            f"{'ConstrainRAMSpace' if slurm.cgroup.constrain_ram_space else 'ConstrainSwapSpace'}): slurmctld "
+            "refuses to start with both; drop OverMemoryKill (the cgroup enforces the limit) or set "
+            "cluster.slurm.cgroup.constrain_ram_space: false",
+        )
+
+
 def check_login(ctx: CheckContext) -> None:
     """Login hosts submit jobs and run none: a node of cluster.nodes would run slurmd there.
     A controller may double as login host (small sites)."""

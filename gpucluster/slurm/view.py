@@ -272,6 +272,40 @@ class ViewBuilder:
             return
         self.store(option, None, "")
 
+    def settle_memory_enforcement(self) -> None:
+        """MemLimitEnforce=yes (removed in 19.05) became JobAcctGatherParams=OverMemoryKill, which
+        slurmctld refuses beside the cgroup's memory confinement (task/cgroup with ConstrainRAMSpace
+        or ConstrainSwapSpace): where the cgroup confines memory, the mapped value is dropped, the
+        cgroup enforcing the limit as it did beside MemLimitEnforce."""
+        found = self.view.settings.get("JobAcctGatherParams")
+        if not found or not found[-1].written.lower().startswith("memlimitenforce"):
+            return
+        setting = found[-1]
+        cgroup = self.view.cgroup
+
+        def on(name: str) -> bool:
+            return name in cgroup and cgroup[name].value.strip().lower() in ("yes", "true", "1")
+
+        confined = [name for name in ("ConstrainRAMSpace", "ConstrainSwapSpace") if on(name)]
+        if "cgroup" not in (self.view.value("TaskPlugin") or "") or not confined:
+            return
+        rest = [v for v in split_list(setting.value) if v.lower() != "overmemorykill"]
+        if rest:
+            self.view.settings["JobAcctGatherParams"] = [
+                Setting(setting.key, ",".join(rest), setting.where, "", None)
+            ]
+        else:
+            del self.view.settings["JobAcctGatherParams"]
+        key, _, value = setting.written.partition("=")
+        if setting.where is not None:
+            self.note(
+                Option(key, value, setting.where),
+                "dropped",
+                "Slurm 19.05 removed MemLimitEnforce; its successor JobAcctGatherParams=OverMemoryKill "
+                f"cannot stand beside task/cgroup with {confined[0]} (slurmctld refuses both), which "
+                "enforces the memory limit here",
+            )
+
     def apply_default_storage(self) -> None:
         """DefaultStorage{Type,Host,Port,User,Pass,Loc} (removed in 21.08): the AccountingStorage
         and JobComp keys of the same name the file leaves out took their value (read_config.c of
@@ -770,6 +804,7 @@ def build_view(files: SiteFiles, release: Release, shown: dict[Path, str] | None
             builder.read_topology_conf(Reader(TOPOLOGY_RECORDS, problems, display).read(files.topology))
     if files.cgroup is not None:
         builder.read_cgroup(Reader((), problems, display).read(files.cgroup))
+    builder.settle_memory_enforcement()
     if files.plugstack is not None:
         builder.view.plugstack = read_plugstack(files.plugstack, problems, display)
         builder.view.files += list(dict.fromkeys(w.file for _, w in builder.view.plugstack)) or [

@@ -131,13 +131,14 @@ def apply_change(old: Path, new: Path, extra: Sequence[str] = ()) -> list[Applie
     return applied
 
 
-def apply_back(edited: Path) -> list[Applied]:
-    """The lab's own inventory again, applied from the edited one the lab runs now (what
-    lab.converge() does for every host, for only the hosts the change touches)."""
+def apply_back(edited: Path, source: Path = DEFAULT_INVENTORY) -> list[Applied]:
+    """The lab's own inventory (`source`, the one it was brought up with) again, applied from the
+    edited one the lab runs now (what lab.converge() does for every host, for only the hosts the
+    change touches)."""
     with tempfile.TemporaryDirectory(prefix="gpucluster-applied-") as scratch:
         deployed = Path(scratch) / edited.name
         shutil.copytree(edited, deployed, symlinks=True)
-        own = write_inventory(DEFAULT_INVENTORY, load_cluster(DEFAULT_INVENTORY))
+        own = write_inventory(source, load_cluster(source))
         return apply_change(deployed, own)
 
 

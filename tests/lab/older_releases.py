@@ -5,7 +5,7 @@ from the login node, the state collector's GPU metrics in Prometheus as sinfo co
 releases' slurmctld serves none) with GpusIdleWhileJobsPend firing; on 22.05 a node moved to
 Kubernetes and back with jobs running, and the 24.11 lab upgraded in place to 26.05 with jobs
 running, queued and done (issue 22); on both, a GPU shared by Slurm shards (and on 24.11 by MPS)
-with the tenants' limits (issue 38).
+with the tenants' limits (issue 38); on 24.11, nodes back only through the gate (issue 40).
 
 They run beside the session's 26.05 lab, as a lab of their own (GPUCLUSTER_LAB_PREFIX,
 GPUCLUSTER_LAB_SUBNET and GPUCLUSTER_LAB_DIR): tests/lab_releases/test_older_releases.py runs this
@@ -42,6 +42,7 @@ from .conftest import (
     run_scrubbed,
 )
 from .test_fleet_move import move_out_and_back
+from .test_gate import drained_node_proof, gate_on, repaired_node_proof
 from .test_monitoring import firing, query
 from .test_rest_api import call, token
 from .test_sharing import SHARED_DIR, sharing_proof
@@ -241,6 +242,17 @@ def test_shards_share_one_gpu_and_a_tenants_limit_holds(older_lab: OwnLab) -> No
 def test_a_node_moves_to_kubernetes_and_back(older_lab: OwnLab) -> None:
     _idle(older_lab.lab)
     move_out_and_back(older_lab.lab, older_lab.inventory)
+
+
+@pytest.mark.parametrize("older_lab", ["24.11"], indirect=True)
+def test_nodes_return_to_service_only_through_the_gate(older_lab: OwnLab) -> None:
+    """tests/lab/test_gate.py's proof on 24.11 (issue 40): a node the health check drained, and one
+    declared repaired, each back only through a passing burn-in; then the lab's own inventory."""
+    _idle(older_lab.lab)
+    with gate_on(older_lab.lab, older_lab.inventory) as gated:
+        print("\n".join(drained_node_proof(gated)))
+        _idle(older_lab.lab)
+        print("\n".join(repaired_node_proof(gated)))
 
 
 # --- the upgrade: 24.11 -> 26.05 on the 24.11 lab, with jobs running (issue 22) ------------------------

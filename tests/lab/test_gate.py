@@ -15,6 +15,9 @@ import json
 import re
 import subprocess
 from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -34,6 +37,18 @@ REPAIRED = "gpu03"
 RECORD_MARK = "gate-record "
 
 CONTROLLER_LOG = "/var/log/slurm/slurmctld.log"
+
+
+@dataclass(frozen=True)
+class Gated:
+    """A lab running its inventory with the gate: the lab, that inventory (the lab's generated
+    one), and mknod's arguments to make the health tests' GPU device again."""
+
+    lab: Lab
+    inventory: Path
+    mknod: list[str]
+
+
 STAMP = re.compile(r"^\[(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.\d+)?\] (.*)$")
 
 
@@ -97,20 +112,20 @@ def through_the_gate(lab: Lab, since: int, host: str, way: str, pinned: str) -> 
     return events
 
 
-@pytest.fixture(scope="module")
-def gated_lab(lab_env: Lab) -> Iterator[tuple[Lab, list[str]]]:
-    """The lab running its inventory with cluster.gate (applied as `gpucluster apply` runs it),
-    then its own inventory again."""
-    lab = lab_env
+@contextmanager
+def gate_on(lab: Lab, source: Path) -> Iterator[Gated]:
+    """The lab (brought up with `source`) running that inventory with cluster.gate, applied as
+    `gpucluster apply` runs it; afterwards the device file, the reservations, the nodes and
+    `source` itself again, whatever happened."""
     mknod = device_args(lab)
-    target = inventory_dir(DEFAULT_INVENTORY)
-    text = (DEFAULT_INVENTORY / "group_vars" / "all" / "cluster.yml").read_text(encoding="utf-8")
+    target = inventory_dir(source)
+    text = (source / "group_vars" / "all" / "cluster.yml").read_text(encoding="utf-8")
     assert "\n  partitions:\n" in text
     gated = text.replace("\n  partitions:\n", "\n" + GATE + "  partitions:\n", 1)
     (target / "group_vars" / "all" / "cluster.yml").write_text(gated, encoding="utf-8")
     try:
-        apply_change(DEFAULT_INVENTORY, target)
-        yield lab, mknod
+        apply_change(source, target)
+        yield Gated(lab, target, mknod)
     finally:
         if lab.sh("test", "-e", DEVICE, host=SICK).returncode != 0:
             lab.ok("mknod", *mknod, host=SICK)
@@ -119,13 +134,13 @@ def gated_lab(lab_env: Lab) -> Iterator[tuple[Lab, list[str]]]:
             lab.sh("scontrol", "delete", f"ReservationName=gpucluster_gate_{host}")
             if "DRAIN" in node(lab, host)[0].split("+"):
                 lab.sh("scontrol", "update", f"NodeName={host}", "State=RESUME")
-        apply_back(target)
+        apply_back(target, source)
 
 
-def test_a_drained_node_returns_only_through_a_passing_burn_in(
-    gated_lab: tuple[Lab, list[str]], lab_cluster: Lab
-) -> None:
-    lab, mknod = gated_lab
+def drained_node_proof(gated: Gated) -> list[str]:
+    """A node the health check drained goes back only through a passing quick burn-in; the job
+    pinned to it meanwhile starts after. Returns slurmctld's log of it."""
+    lab = gated.lab
     every = interval(lab)
     lab.ok("rm", DEVICE, host=SICK)
     lab.wait(lambda: node(lab, SICK)[1].startswith("[health]"), 2 * every + MARGIN, f"{SICK} drained")
@@ -134,9 +149,8 @@ def test_a_drained_node_returns_only_through_a_passing_burn_in(
     pinned = lab.submit("--job-name=gated", f"--nodelist={SICK}", "--wrap=hostname", user="alice")
     assert job_state(lab, pinned) == "PENDING"
 
-    lab.ok("mknod", *mknod, host=SICK)
+    lab.ok("mknod", *gated.mknod, host=SICK)
     events = through_the_gate(lab, since, SICK, "health/quick", pinned)
-    print("\n".join(f"{when} {what}" for when, what in events))
     record = last_record(lab, SICK)
     assert (record.get("result"), record.get("level"), record.get("trigger")) == (
         "pass",
@@ -148,29 +162,27 @@ def test_a_drained_node_returns_only_through_a_passing_burn_in(
     # What the lab cannot run is skipped with its reason, never passed.
     assert checks["gpu_model"] == ("skip", "no nvidia-smi"), checks
     assert node(lab, SICK) == ("IDLE", "")
+    return [f"{when} {what}" for when, what in events]
 
 
-def test_a_node_declared_repaired_passes_a_deep_burn_in_and_an_admins_drain_stays(
-    gated_lab: tuple[Lab, list[str]], lab_cluster: Lab
-) -> None:
-    lab, _ = gated_lab
+def repaired_node_proof(gated: Gated) -> list[str]:
+    """`gpucluster node repaired` takes a node with a running job through a deep burn-in (the job
+    runs to its end, the next one pinned there waits); an administrator's drain elsewhere stays."""
+    lab = gated.lab
     lab.ok("scontrol", "update", f"NodeName={BUSY}", "State=DRAIN", "Reason=maintenance")
     running = lab.submit("--job-name=gated", f"--nodelist={REPAIRED}", "--wrap=sleep 20", user="alice")
     lab.wait(lambda: job_state(lab, running) == "RUNNING", 60, f"the job on {REPAIRED} to run")
     since = log_length(lab)
 
     env = {**ansible_env(), "ANSIBLE_VAULT_PASSWORD_FILE": str(vault_password_file())}
-    target = inventory_dir(DEFAULT_INVENTORY)
     proc = subprocess.run(
-        [venv_tool("gpucluster"), "node", "repaired", str(target), REPAIRED],
+        [venv_tool("gpucluster"), "node", "repaired", str(gated.inventory), REPAIRED],
         env=env, cwd=REPO_ROOT, capture_output=True, text=True, timeout=600, check=False,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert f"{REPAIRED}: in the gate (repaired)" in proc.stdout, proc.stdout
-    # The running job goes on to its end; the next one pinned there waits for the burn-in.
     pinned = lab.submit("--job-name=gated", f"--nodelist={REPAIRED}", "--wrap=hostname", user="alice")
     events = through_the_gate(lab, since, REPAIRED, "repaired/deep", pinned)
-    print("\n".join(f"{when} {what}" for when, what in events))
     assert lab.ok("sacct", "-nX", f"--jobs={running}", "--format=State").split() == ["COMPLETED"]
     record = last_record(lab, REPAIRED)
     assert (record.get("result"), record.get("level"), record.get("trigger")) == (
@@ -184,3 +196,20 @@ def test_a_node_declared_repaired_passes_a_deep_burn_in_and_an_admins_drain_stay
     # The administrator's drain elsewhere: untouched through every run of the gate.
     assert node(lab, BUSY) == ("IDLE+DRAIN", "maintenance")
     lab.ok("scontrol", "update", f"NodeName={BUSY}", "State=RESUME")
+    return [f"{when} {what}" for when, what in events]
+
+
+@pytest.fixture(scope="module")
+def gated_lab(lab_env: Lab) -> Iterator[Gated]:
+    with gate_on(lab_env, DEFAULT_INVENTORY) as gated:
+        yield gated
+
+
+def test_a_drained_node_returns_only_through_a_passing_burn_in(gated_lab: Gated, lab_cluster: Lab) -> None:
+    print("\n".join(drained_node_proof(gated_lab)))
+
+
+def test_a_node_declared_repaired_passes_a_deep_burn_in_and_an_admins_drain_stays(
+    gated_lab: Gated, lab_cluster: Lab
+) -> None:
+    print("\n".join(repaired_node_proof(gated_lab)))

@@ -292,6 +292,22 @@ CASES = {
         inventory=("mount: /var/lib/slurm",),
         version="22.05",
     ),
+    # --- ucr-biocluster: MemLimitEnforce=yes beside cgroup memory limits ------------------------------
+    # Its successor, OverMemoryKill, and the cgroup's ConstrainRAMSpace stop slurmctld together
+    # ("constrained by both TaskPlugin cgroup and JobAcctGather plugin"): the cgroup enforces it.
+    "MemLimitEnforce beside the cgroup's memory limit": Case(
+        HEAD + "TaskPlugin=task/cgroup\nMemLimitEnforce=yes\n" + NODES,
+        (("MemLimitEnforce=yes", "dropped"),),
+        files={"cgroup.conf": "ConstrainRAMSpace=yes\n"},
+        version="22.05",
+        inventory=("task_plugins: [cgroup]",),
+    ),
+    "MemLimitEnforce without the cgroup's memory limit": Case(
+        HEAD + "TaskPlugin=task/affinity\nMemLimitEnforce=yes\n" + NODES,
+        (("MemLimitEnforce=yes", "mapped"),),
+        version="22.05",
+        rendered=("JobAcctGatherParams=OverMemoryKill",),
+    ),
 }
 
 
@@ -349,6 +365,11 @@ REFUSED = {
     ),
     # slurmctld stops without a partition: `fatal: No PartitionName information available!`.
     "no partition at all": (HEAD + NODES.split("PartitionName")[0], {}, "slurm.conf", "no partition"),
+    # slurmctld stops: "constrained by both TaskPlugin cgroup and JobAcctGather plugin".
+    "OverMemoryKill beside the cgroup's memory limit": (
+        HEAD + "TaskPlugin=task/cgroup\nJobAcctGatherParams=OverMemoryKill\n" + NODES,
+        {"cgroup.conf": "ConstrainRAMSpace=yes\n"}, "slurm.conf:7", "JobAcctGatherParams",
+    ),
     "a file gpucluster does not write": (
         HEAD + NODES, {"job_container.conf": "BasePath=/scratch\n"}, "job_container.conf:1", "job_container.conf",
     ),

@@ -207,6 +207,14 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
         "PrologFlags is cluster.slurm.prolog_flags: set it there",
     ),
     (
+        "OverMemoryKill beside the cgroup's memory limit",
+        lambda c: c["slurm"].update(
+            task_plugins=["cgroup", "affinity"], extra={"JobAcctGatherParams": "NoShared,OverMemoryKill"}
+        ),
+        "cluster.slurm.extra.JobAcctGatherParams",
+        "OverMemoryKill beside the cgroup's memory limit (task/cgroup with ConstrainRAMSpace): slurmctld refuses to start with both",
+    ),
+    (
         "node ssh admin twice",
         lambda c: c["slurm"].update(node_ssh={"admins": ["ops", "ops"]}),
         "cluster.slurm.node_ssh.admins",
