@@ -210,14 +210,14 @@ def apply_actions(old: Cluster, new: Cluster, plan: Plan, new_files: dict[str, s
             if plan.ends_jobs and procedure.playbook == PROCEDURES["slurm"].playbook
             else ()
         )
-        tags = (FILES_ONLY_TAG,) if files_only(step, plan) else ()
+        tags: tuple[str, ...] = (FILES_ONLY_TAG,) if files_only(step, plan) else ()
         run = Run((number,), procedure.playbook, tuple(step_hosts(step, procedure, plan, inv)), extra, tags)
         last = actions[-1] if actions else None
         if isinstance(last, Run) and (last.playbook, last.extra) == (run.playbook, run.extra):
             # One run: tagged where both are, else every play (which does what the tags select).
             hosts = tuple(dict.fromkeys([*last.hosts, *run.hosts]))
-            tags = last.tags if last.tags == run.tags else ()
-            actions[-1] = replace(last, steps=(*last.steps, number), hosts=hosts, tags=tags)
+            common = last.tags if last.tags == run.tags else ()
+            actions[-1] = replace(last, steps=(*last.steps, number), hosts=hosts, tags=common)
         else:
             actions.append(run)
     return actions
