@@ -63,7 +63,13 @@ def last_record(lab: Lab, host: str) -> dict[str, object]:
     return record
 
 
-def checks_of(record: dict[str, object]) -> dict[str, tuple[str, str]]:
+def passed(lab: Lab, host: str, trigger: str, level: str) -> dict[str, tuple[str, str]]:
+    """The checks of the node's last burn-in, which passed at `level` for `trigger`:
+    check -> (status, detail)."""
+    record = last_record(lab, host)
+    assert (record.get("result"), record.get("trigger"), record.get("level")) == ("pass", trigger, level), (
+        record
+    )
     rows = record.get("checks")
     assert isinstance(rows, list), record
     return {row[0]: (row[1], row[2]) for row in rows}
@@ -151,13 +157,7 @@ def drained_node_proof(gated: Gated) -> list[str]:
 
     lab.ok("mknod", *gated.mknod, host=SICK)
     events = through_the_gate(lab, since, SICK, "health/quick", pinned)
-    record = last_record(lab, SICK)
-    assert (record.get("result"), record.get("level"), record.get("trigger")) == (
-        "pass",
-        "quick",
-        "health",
-    ), record
-    checks = checks_of(record)
+    checks = passed(lab, SICK, "health", "quick")
     assert checks["gpu_count"][0] == "pass", checks
     # What the lab cannot run is skipped with its reason, never passed.
     assert checks["gpu_model"] == ("skip", "no nvidia-smi"), checks
@@ -184,13 +184,7 @@ def repaired_node_proof(gated: Gated) -> list[str]:
     pinned = lab.submit("--job-name=gated", f"--nodelist={REPAIRED}", "--wrap=hostname", user="alice")
     events = through_the_gate(lab, since, REPAIRED, "repaired/deep", pinned)
     assert lab.ok("sacct", "-nX", f"--jobs={running}", "--format=State").split() == ["COMPLETED"]
-    record = last_record(lab, REPAIRED)
-    assert (record.get("result"), record.get("level"), record.get("trigger")) == (
-        "pass",
-        "deep",
-        "repaired",
-    ), record
-    checks = checks_of(record)
+    checks = passed(lab, REPAIRED, "repaired", "deep")
     for check in ("dcgm_diag", "nccl", "nccl_pair"):
         assert checks[check][0] == "skip", checks
     # The administrator's drain elsewhere: untouched through every run of the gate.
