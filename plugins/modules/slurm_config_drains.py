@@ -88,16 +88,27 @@ MISMATCH = re.compile(
 )
 # slurmctld appends who set the reason and when: `[slurm@2026-11-27T14:51:09]`.
 STAMP = re.compile(r"\[(\S+)@(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)\]\s*$")
+STAMP_ANYWHERE = re.compile(r"\[\S+@\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\]")
 
 
 def records(text: str) -> dict[str, dict[str, str]]:
-    """`scontrol show node --oneliner` -> node -> its fields (Reason runs to the end of the line)."""
+    """`scontrol show node --oneliner` -> node -> its fields. Reason runs to the stamp slurmctld
+    appends (`[user@time]`): fields such as Comment follow it on the line, and a Comment holds
+    blanks (the gate's burn-in record)."""
     out: dict[str, dict[str, str]] = {}
     for line in text.splitlines():
         line, _, reason = line.partition(" Reason=")
+        stamp = STAMP_ANYWHERE.search(reason)
+        rest = reason[stamp.end() :] if stamp else ""
+        reason = reason[: stamp.end()] if stamp else reason
         fields = dict(item.split("=", 1) for item in line.split() if "=" in item)
         if "NodeName" in fields:
             fields["Reason"] = reason.strip()
+            # Fields after the Reason, up to a Comment (whose value may hold anything).
+            head, _, comment = rest.partition(" Comment=")
+            fields.update(item.split("=", 1) for item in head.split() if "=" in item)
+            if comment:
+                fields["Comment"] = comment.strip()
             out[fields["NodeName"]] = fields
     return out
 

@@ -285,6 +285,12 @@ SHOW_NODES = (
     "NodeName=gpu02 State=IDLE+DRAIN SlurmdStartTime=2026-11-27T14:51:24 "
     "Reason=maintenance: new PSU [root@2026-11-27T14:00:00]\n"
     "NodeName=gpu05 State=IDLE SlurmdStartTime=2026-11-27T14:51:24\n"
+    # gpu06 as 26.05 showed it in CI after the gate's burn-in: its record in the Comment, after
+    # the Reason on the same line.
+    "NodeName=gpu06 State=IDLE+DRAIN SlurmdStartTime=2026-11-28T14:45:30 "
+    "Reason=gres/shard count reported lower than configured (0 < 4) [slurm@2026-11-28T14:45:21] "
+    'Comment=gate-record {"node":"gpu06","result":"pass","checks":[["gpu_model","skip","no nvidia-smi"]]} '
+    "Extra=(null)\n"
 )
 
 
@@ -299,7 +305,9 @@ def test_only_slurms_own_mismatch_drains_from_before_slurmd_restarted_are_resume
         "gpu01": (False, False),  # set by root, not by slurmctld's check
         "gpu02": (False, False),  # an administrator's reason
         "gpu05": (False, False),  # not drained
+        "gpu06": (True, True),  # resumed: a Comment after the Reason changes nothing
     }
+    assert nodes["gpu06"]["Comment"].startswith("gate-record {")
 
 
 def test_a_gres_count_slurmctld_kept_from_before_the_change_is_named() -> None:
